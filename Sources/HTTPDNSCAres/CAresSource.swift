@@ -1,0 +1,96 @@
+import HTTPDNSCore
+import Logging
+
+/// Resolves names through c-ares against chosen DNS servers (or the system's resolver configuration).
+///
+/// One c-ares channel runs on a thread of its own (see ``CAresEventLoop``); lookups from any task cross to it
+/// and their answers come back to the awaiting caller. A and AAAA are asked in one `ares_getaddrinfo` call, and
+/// the TTL of an answer is the smallest along its CNAME chain and its records.
+///
+/// Call ``shutdown()`` when done: it ends the thread and closes every socket the channel opened.
+public final class CAresSource: ResolutionSource {
+    /// How to reach the DNS servers.
+    public struct Configuration: Sendable, Hashable {
+        /// The transport to the DNS servers.
+        public struct Transport: Sendable, Hashable, CustomStringConvertible {
+            private enum Base: Sendable, Hashable { case udp, tcp }
+            private let base: Base
+            /// UDP, retried over TCP when an answer comes back truncated. The default.
+            public static let udp = Transport(base: .udp)
+            /// TCP only.
+            public static let tcp = Transport(base: .tcp)
+
+            var usesTCP: Bool { base == .tcp }
+
+            public var description: String { base == .tcp ? "tcp" : "udp" }
+        }
+
+        /// The servers to ask, in order. Empty (the default) uses the system's resolver configuration
+        /// (`/etc/resolv.conf`).
+        public var servers: [DNSServerAddress] = []
+        /// UDP (default) or TCP.
+        public var transport: Transport = .udp
+        /// How long the first try waits for an answer; c-ares doubles it on each round through the servers.
+        /// Default 1,000 ms.
+        public var timeoutMs: Int = 1000
+        /// How many times each server is tried. Default 2.
+        public var tries: Int = 2
+        /// The name used in stats, logs and metric dimensions. Default `cares`.
+        public var name: String = "cares"
+
+        public init(servers: [DNSServerAddress] = [], transport: Transport = .udp) {
+            self.servers = servers
+            self.transport = transport
+        }
+    }
+
+    public let configuration: Configuration
+    public var name: String { configuration.name }
+    public var upstreamDescription: String { "\(configuration.name) via \(serversDescription)" }
+
+    private let loop: CAresEventLoop
+    private let serversDescription: String
+
+    /// Starts the channel and its thread.
+    /// - Throws: ``ResolutionError`` with code ``ResolutionError/Code/internalError`` when c-ares cannot start
+    ///   (for example an unreadable `/etc/resolv.conf`).
+    public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "httpdns.cares")) throws {
+        precondition(configuration.timeoutMs > 0, "timeoutMs must be positive")
+        precondition(configuration.tries > 0, "tries must be positive")
+        self.configuration = configuration
+        self.serversDescription = configuration.servers.isEmpty
+            ? "the system resolvers (/etc/resolv.conf)"
+            : configuration.servers.map(\.description).joined(separator: ", ")
+        self.loop = try CAresEventLoop(configuration: configuration, logger: logger)
+    }
+
+    public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        precondition(!families.isEmpty, "query needs at least one address family")
+        let outcome = try await loop.getAddressInfo(host.fullyQualified, families: families)
+        switch outcome {
+        case .success(let addresses):
+            return Self.answer(addresses, families: families)
+        case .failure(let status):
+            if let negative = CAresStatus.negativeAnswer(status) {
+                return .negative(negative, families: families)
+            }
+            throw CAresStatus.error(status, host: host, families: families, servers: serversDescription, transport: configuration.transport)
+        }
+    }
+
+    /// Ends the event thread; lookups still in flight fail with ``ResolutionError/Code/shutdown``. Idempotent.
+    public func shutdown() async {
+        await loop.shutdown()
+    }
+
+    private static func answer(_ result: CAresAddresses, families: AddressFamilies) -> SourceAnswer {
+        var answer = SourceAnswer()
+        if families.contains(.ipv4) {
+            answer.ipv4 = result.ipv4.isEmpty ? .negative(.noData, ttlSeconds: nil) : .addresses(result.ipv4, ttlSeconds: result.ipv4TTL)
+        }
+        if families.contains(.ipv6) {
+            answer.ipv6 = result.ipv6.isEmpty ? .negative(.noData, ttlSeconds: nil) : .addresses(result.ipv6, ttlSeconds: result.ipv6TTL)
+        }
+        return answer
+    }
+}

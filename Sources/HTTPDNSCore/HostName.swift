@@ -1,0 +1,76 @@
+/// A validated DNS host name, normalised to lower case without a trailing dot.
+///
+/// Validation follows the LDH rules of RFC 1123 §2.1: at most 253 bytes, labels of 1–63 letters, digits and
+/// hyphens that neither start nor end with a hyphen. One trailing dot is accepted and removed. A name whose last
+/// label is all digits is rejected because it is an IP address (or a typo of one), not a name to resolve.
+public struct HostName: Sendable, Hashable, CustomStringConvertible {
+    /// The normalised name: lower case, no trailing dot.
+    public let value: String
+
+    /// Validates and normalises `string`.
+    /// - Throws: ``HostNameError`` saying what is wrong with the name.
+    public init(_ string: String) throws(HostNameError) {
+        var utf8 = Array(string.utf8)
+        if utf8.last == UInt8(ascii: ".") { utf8.removeLast() }
+        guard !utf8.isEmpty else {
+            throw HostNameError(name: string, reason: string.isEmpty ? "the name is empty" : "the name is only a dot")
+        }
+        guard utf8.count <= 253 else {
+            throw HostNameError(name: string, reason: "the name is \(utf8.count) bytes long; at most 253 are allowed")
+        }
+        var labelStart = 0
+        var labelNumber = 1
+        var lastLabelAllDigits = true
+        for index in 0...utf8.count {
+            let atEnd = index == utf8.count
+            let byte = atEnd ? UInt8(ascii: ".") : utf8[index]
+            if byte == UInt8(ascii: ".") {
+                let length = index - labelStart
+                guard length > 0 else {
+                    throw HostNameError(name: string, reason: "label \(labelNumber) is empty")
+                }
+                guard length <= 63 else {
+                    throw HostNameError(name: string, reason: "label \(labelNumber) is \(length) bytes long; at most 63 are allowed")
+                }
+                if utf8[labelStart] == UInt8(ascii: "-") || utf8[index - 1] == UInt8(ascii: "-") {
+                    throw HostNameError(name: string, reason: "label \(labelNumber) starts or ends with a hyphen")
+                }
+                lastLabelAllDigits = utf8[labelStart..<index].allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+                labelStart = index + 1
+                labelNumber += 1
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                break
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                utf8[index] = byte + 0x20
+            default:
+                let shown = byte >= 0x21 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+                throw HostNameError(
+                    name: string,
+                    reason: "\(shown) is not allowed; names use letters, digits and hyphens (IDNs must be given in their xn-- form)"
+                )
+            }
+        }
+        guard !lastLabelAllDigits else {
+            throw HostNameError(name: string, reason: "the last label is all digits: this looks like an IP address, not a name")
+        }
+        self.value = String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// The name as a fully qualified domain name, with a trailing dot.
+    public var fullyQualified: String { value + "." }
+
+    public var description: String { value }
+}
+
+/// A host name that failed validation, and why.
+public struct HostNameError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The name as it was given.
+    public let name: String
+    /// What is wrong with it, in a sentence fragment.
+    public let reason: String
+
+    public var description: String { "invalid host name '\(name)': \(reason)" }
+}

@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A point on a monotonic time line, in nanoseconds from an arbitrary origin.
+public struct MonotonicInstant: Sendable, Hashable, Comparable {
+    public var nanoseconds: UInt64
+
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    /// This instant moved `seconds` later.
+    public func adding(seconds: UInt32) -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: nanoseconds &+ UInt64(seconds) * 1_000_000_000)
+    }
+
+    /// Whole seconds from `self` until `later`, rounded up; 0 when `later` is not after `self`.
+    public func secondsUntil(_ later: MonotonicInstant) -> UInt32 {
+        guard later.nanoseconds > nanoseconds else { return 0 }
+        let seconds = (later.nanoseconds - nanoseconds + 999_999_999) / 1_000_000_000
+        return UInt32(clamping: seconds)
+    }
+}
+
+/// Where the cache gets the time. It must never go backwards or jump with the wall clock.
+public protocol MonotonicClock: Sendable {
+    func now() -> MonotonicInstant
+}
+
+/// `CLOCK_MONOTONIC`: unaffected by changes to the system's wall clock.
+public struct SystemMonotonicClock: MonotonicClock {
+    public init() {}
+
+    public func now() -> MonotonicInstant {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return MonotonicInstant(nanoseconds: UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec))
+    }
+}
+
+/// A clock that moves only when told to: for tests of everything that depends on time.
+public final class ManualMonotonicClock: MonotonicClock {
+    private let current: Mutex<UInt64>
+
+    public init(nanoseconds: UInt64 = 1_000_000_000) {
+        current = Mutex(nanoseconds)
+    }
+
+    public func now() -> MonotonicInstant {
+        MonotonicInstant(nanoseconds: current.withLock { $0 })
+    }
+
+    /// Moves the clock forward.
+    public func advance(seconds: Double) {
+        precondition(seconds >= 0, "a monotonic clock does not go backwards")
+        current.withLock { $0 += UInt64(seconds * 1_000_000_000) }
+    }
+}

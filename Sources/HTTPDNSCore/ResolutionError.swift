@@ -1,0 +1,60 @@
+/// Why a name could not be resolved.
+///
+/// Compare errors by ``code``; the ``message`` is for people and may change.
+public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for the kind of failure (usable as a metric dimension).
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case nameNotFound, noAddress, timeout, refused, serverFailure, serverUnreachable
+            case malformedAnswer, badName, tooManyPendingQueries, shutdown, internalError
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// NXDOMAIN: the name does not exist.
+        public static let nameNotFound = Code(.nameNotFound)
+        /// The name exists but has no address of the requested family (NOERROR, no data).
+        public static let noAddress = Code(.noAddress)
+        /// No answer arrived within the timeout and tries.
+        public static let timeout = Code(.timeout)
+        /// The server answered REFUSED.
+        public static let refused = Code(.refused)
+        /// The server answered SERVFAIL.
+        public static let serverFailure = Code(.serverFailure)
+        /// The server could not be reached (connection refused, network unreachable).
+        public static let serverUnreachable = Code(.serverUnreachable)
+        /// The answer could not be parsed or did not fit the question.
+        public static let malformedAnswer = Code(.malformedAnswer)
+        /// The name is not a valid host name.
+        public static let badName = Code(.badName)
+        /// Too many different names are being looked up upstream at once.
+        public static let tooManyPendingQueries = Code(.tooManyPendingQueries)
+        /// The resolver was shut down.
+        public static let shutdown = Code(.shutdown)
+        /// A failure inside the library or the system (out of memory, a C library error).
+        public static let internalError = Code(.internalError)
+
+        /// The code as a short camel-case word: `nameNotFound`, `timeout`, …
+        public var description: String { base.rawValue }
+
+        /// Whether the error is an answer about the name (it does not exist, or has no address of the family)
+        /// rather than a failure to get an answer.
+        public var isNegativeAnswer: Bool { base == .nameNotFound || base == .noAddress }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What went wrong, naming the server asked where there is one.
+    public let message: String
+    /// For negative answers: how many seconds the answer may still be cached.
+    public let ttlSeconds: UInt32?
+
+    public init(_ code: Code, _ message: String, ttlSeconds: UInt32? = nil) {
+        self.code = code
+        self.message = message
+        self.ttlSeconds = ttlSeconds
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,56 @@
+/// Something that answers "what are the addresses of this name?" by asking upstream: c-ares, the system
+/// resolver, an HTTPDNS service. Sources do not cache; ``ResolverCache`` does.
+public protocol ResolutionSource: Sendable {
+    /// A short, fixed name for logs, stats and metric dimensions (`cares`, `system`).
+    var name: String { get }
+
+    /// What the source asks, for error messages: `cares via 127.0.0.1:5353`. Defaults to ``name``.
+    var upstreamDescription: String { get }
+
+    /// Asks upstream for the addresses of `host` in `families`.
+    ///
+    /// Negative answers (NXDOMAIN, no data) are returned in the ``SourceAnswer``; failures to get an answer
+    /// (timeouts, refusals, garbage) are thrown as ``ResolutionError``.
+    func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer
+}
+
+extension ResolutionSource {
+    public var upstreamDescription: String { name }
+}
+
+/// What a source learnt about one name: an answer for each family asked.
+public struct SourceAnswer: Sendable, Hashable {
+    /// The answer for A, if A was asked.
+    public var ipv4: FamilyAnswer<IPv4Address>?
+    /// The answer for AAAA, if AAAA was asked.
+    public var ipv6: FamilyAnswer<IPv6Address>?
+
+    public init(ipv4: FamilyAnswer<IPv4Address>? = nil, ipv6: FamilyAnswer<IPv6Address>? = nil) {
+        self.ipv4 = ipv4
+        self.ipv6 = ipv6
+    }
+
+    /// The same negative answer for every family in `families`.
+    public static func negative(_ kind: NegativeAnswer, families: AddressFamilies, ttlSeconds: UInt32? = nil) -> SourceAnswer {
+        SourceAnswer(
+            ipv4: families.contains(.ipv4) ? .negative(kind, ttlSeconds: ttlSeconds) : nil,
+            ipv6: families.contains(.ipv6) ? .negative(kind, ttlSeconds: ttlSeconds) : nil
+        )
+    }
+}
+
+/// The two negative answers DNS gives.
+public enum NegativeAnswer: Sendable, Hashable {
+    /// NXDOMAIN: the name does not exist.
+    case nameNotFound
+    /// NOERROR with no records of the type: the name exists without an address of this family.
+    case noData
+}
+
+/// The answer for one address family.
+public enum FamilyAnswer<Address: Sendable & Hashable>: Sendable, Hashable {
+    /// Addresses, valid for `ttlSeconds` (the smallest TTL along the CNAME chain and the records).
+    case addresses([Address], ttlSeconds: UInt32)
+    /// A negative answer; `ttlSeconds` is the negative TTL when the source knows it (RFC 2308), else nil.
+    case negative(NegativeAnswer, ttlSeconds: UInt32?)
+}
