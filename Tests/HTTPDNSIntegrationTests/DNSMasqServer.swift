@@ -1,0 +1,100 @@
+import Foundation
+import HTTPDNSCore
+
+/// A real dnsmasq (Debian's `dnsmasq-base`) serving test records on a 127.0.0.x address and a high port.
+///
+/// Every query is logged to a file, one line per query, written before the answer is sent (dnsmasq is single
+/// threaded and logs with plain `write(2)`), so once a lookup has returned, its queries are in the log.
+final class DNSMasqServer: Sendable {
+    /// The address and port the server answers on.
+    let address: DNSServerAddress
+    private let process: ChildProcess
+    private let directory: URL
+    private let queryLog: URL
+
+    /// Starts dnsmasq answering for `records` (dnsmasq option lines such as `host-record=a.test,192.0.2.1,60`).
+    /// Every name under `test.` that has no record is answered NXDOMAIN.
+    static func start(records: [String]) throws -> DNSMasqServer {
+        var lastError: (any Error)?
+        // A random 127.0.0.x and high port; try again on the rare collision.
+        for _ in 0..<5 {
+            let ip = "127.0.0.\(Int.random(in: 2...254))"
+            let port = UInt16.random(in: 20_000...60_000)
+            do {
+                return try DNSMasqServer(ip: ip, port: port, records: records)
+            } catch let error as StartError where error.retryable {
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
+    struct StartError: Error, CustomStringConvertible {
+        let description: String
+        let retryable: Bool
+    }
+
+    private init(ip: String, port: UInt16, records: [String]) throws {
+        guard let executable = ChildProcess.find("dnsmasq") else {
+            throw StartError(
+                description: "dnsmasq is not installed: run the install command at the top of README.md (apt-get install dnsmasq-base)",
+                retryable: false
+            )
+        }
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-dnsmasq-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        queryLog = directory.appendingPathComponent("queries.log")
+        let configuration = [
+            "port=\(port)",
+            "listen-address=\(ip)",
+            "bind-interfaces",
+            "no-resolv",
+            "no-hosts",
+            "no-poll",
+            "user=root",
+            "local=/test/",
+            "log-queries",
+            "log-facility=\(queryLog.path)",
+            "pid-file=",
+        ] + records
+        let configFile = directory.appendingPathComponent("dnsmasq.conf")
+        try (configuration.joined(separator: "\n") + "\n").write(to: configFile, atomically: true, encoding: .utf8)
+
+        process = try ChildProcess(executable: executable, arguments: ["--no-daemon", "--conf-file=\(configFile.path)"])
+        // dnsmasq binds its sockets before it logs "started"; it exits at once when it cannot bind.
+        let (started, output) = process.waitForStderr(containing: "started")
+        guard started else {
+            process.stop(signal: SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+            throw StartError(description: "dnsmasq did not start: \(output)", retryable: output.contains("in use"))
+        }
+        process.discardStderr()
+        address = DNSServerAddress(ip: IPAddress(ip)!, port: port)
+    }
+
+    /// How many queries of `type` (`A`, `AAAA`) for `name` the server has received.
+    func queryCount(_ name: String, type: String) throws -> Int {
+        let log = (try? String(contentsOf: queryLog, encoding: .utf8)) ?? ""
+        let needle = "query[\(type)] \(name) from"
+        return log.split(separator: "\n").filter { $0.contains(needle) }.count
+    }
+
+    /// Stops dnsmasq and removes its files.
+    func stop() {
+        process.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Runs `body` with a dnsmasq serving `records`, and stops it afterwards whatever happens.
+func withDNSMasq<T>(records: [String], _ body: (DNSMasqServer) async throws -> T) async throws -> T {
+    let server = try DNSMasqServer.start(records: records)
+    do {
+        let result = try await body(server)
+        server.stop()
+        return result
+    } catch {
+        server.stop()
+        throw error
+    }
+}

@@ -1,0 +1,15 @@
+/// The zone every integration test serves: TTLs, a CNAME chain, an AAAA-only name; anything else under
+/// `test.` is NXDOMAIN.
+enum TestRecords {
+    static let lines = [
+        "host-record=dual.test,192.0.2.10,2001:db8::10,60",
+        "host-record=multi.test,192.0.2.21,300",
+        "host-record=multi.test,192.0.2.22,300",
+        "host-record=short.test,192.0.2.11,7",
+        "host-record=v6only.test,2001:db8::66,120",
+        // alias2 → alias1 → dual: the answer's TTL is the smallest along the chain (15).
+        "cname=alias1.test,dual.test,40",
+        "cname=alias2.test,alias1.test,15",
+        "host-record=cold.test,192.0.2.99,2001:db8::99,300",
+    ]
+}
