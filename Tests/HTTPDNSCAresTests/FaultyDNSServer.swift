@@ -266,6 +266,9 @@ final class FaultyDNSServer: Sendable {
         for _ in 0..<50 {
             let udp = socket(family, Int32(SOCK_DGRAM.rawValue) | cloexec, 0)
             guard udp >= 0 else { throw SocketError("socket(UDP)") }
+            // Room for a burst of hundreds of queries while the thread is busy answering (capped by rmem_max).
+            var receiveBuffer: Int32 = 4 << 20
+            setsockopt(udp, SOL_SOCKET, SO_RCVBUF, &receiveBuffer, socklen_t(MemoryLayout<Int32>.size))
             guard withSocketAddress(loopback, port: 0, { bind(udp, $0, $1) }) == 0 else {
                 let error = SocketError("bind(UDP)")
                 close(udp)
