@@ -78,6 +78,10 @@ final class CAresEventLoop: @unchecked Sendable {
         var options = ares_options()
         let mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB
         options.flags = ARES_FLAG_NOSEARCH | (configuration.transport.usesTCP ? ARES_FLAG_USEVC : 0)
+        // c-ares 1.18 drops SERVFAIL, NOTIMP and REFUSED answers to try the next server, and when none is left
+        // ends the lookup with ARES_ECONNREFUSED, so they would read as "unreachable". With a single server
+        // there is no failover to lose: let those answers through so they map to refused / serverFailure.
+        if configuration.servers.count == 1 { options.flags |= ARES_FLAG_NOCHECKRESP }
         options.timeout = Int32(clamping: configuration.timeoutMs)
         options.tries = Int32(clamping: configuration.tries)
         options.sock_state_cb = { data, socket, readable, writable in
