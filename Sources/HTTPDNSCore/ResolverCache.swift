@@ -138,7 +138,6 @@ public final class ResolverCache: Sendable {
             return state.nextWaiterID
         }
         var launchFlight = false
-        var coalesced = false
         var lateOutcome: CacheOutcome?
         let outcome: Result<Resolution, ResolutionError> = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -170,7 +169,9 @@ public final class ResolverCache: Sendable {
                 case .cancelled:
                     continuation.resume(throwing: CancellationError())
                 case .joined:
-                    coalesced = true
+                    // Counted when joining, as the stats count it: whatever the flight delivers (a stale answer
+                    // too) and even if this caller is cancelled before it does.
+                    metrics.coalesced.increment()
                 case .started:
                     launchFlight = true
                 case .rejected(let pending):
@@ -212,7 +213,6 @@ public final class ResolverCache: Sendable {
             metrics.rejected.increment()
         default:
             metrics.misses.increment()
-            if coalesced { metrics.coalesced.increment() }
         }
         return try outcome.get()
     }
