@@ -156,6 +156,8 @@ import Testing
         #expect(hit.stale == false)
         #expect(hit.ttlSeconds == 20)
         #expect(hit.ipv4 == [v4("192.0.2.1")])
+        // The refresh's flight is registered before the lookup returns; without it, waiting would be in vain.
+        try #require(f.cache.stats.pendingQueries == 1)
 
         await f.source.waitForQueries("www.example", count: 2)
         #expect(f.source.queryCount("www.example", families: .ipv4) == 2)
@@ -221,6 +223,7 @@ import Testing
         f.source.fail("www.example", with: .timeout)
         f.clock.advance(seconds: 85)
         #expect(try await f.cache.resolve(name, families: .ipv4).cached)
+        try #require(f.cache.stats.pendingQueries == 1)
         await f.source.waitForQueries("www.example", count: 2)
         await waitUntil { f.cache.stats.upstream("timeout") == 1 }
 

@@ -1,5 +1,6 @@
 import HTTPDNSCore
 import Synchronization
+import Testing
 
 /// A `ResolutionSource` whose answers the test writes, for driving `ResolverCache` deterministically.
 ///
@@ -25,6 +26,7 @@ final class ScriptedSource: ResolutionSource {
     }
 
     private struct CountWaiter {
+        let id: Int
         let host: String
         let count: Int
         let continuation: CheckedContinuation<Void, Never>
@@ -37,6 +39,7 @@ final class ScriptedSource: ResolutionSource {
         var holding: Set<String> = []
         var parked: [String: [CheckedContinuation<Void, Never>]] = [:]
         var countWaiters: [CountWaiter] = []
+        var nextWaiterID = 0
 
         /// Removes and returns the waiters whose count has been reached.
         mutating func satisfiedWaiters() -> [CheckedContinuation<Void, Never>] {
@@ -105,14 +108,31 @@ final class ScriptedSource: ResolutionSource {
     }
 
     /// Returns once at least `count` queries for `host` have started (held ones are parked by then).
-    func waitForQueries(_ host: String, count: Int = 1) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state in
-                guard state.started[host, default: 0] < count else { return true }
-                state.countWaiters.append(CountWaiter(host: host, count: count, continuation: continuation))
-                return false
+    ///
+    /// Also returns, recording an issue, if the waiting task is cancelled (as a test's time limit does), so a
+    /// query that never comes fails the test instead of hanging the run.
+    func waitForQueries(_ host: String, count: Int = 1, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    guard state.started[host, default: 0] < count, !Task.isCancelled else { return true }
+                    state.countWaiters.append(CountWaiter(id: id, host: host, count: count, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.countWaiters.firstIndex { $0.id == id }.map { state.countWaiters.remove(at: $0) }
+            }
+            waiter?.continuation.resume()
+        }
+        if queryCount(host) < count {
+            Issue.record("cancelled while waiting for \(count) queries for \(host)", sourceLocation: sourceLocation)
         }
     }
 

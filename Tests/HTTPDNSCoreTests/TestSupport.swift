@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import Testing
 
 /// A host name from a literal the test knows to be valid.
 func host(_ string: String) -> HostName {
@@ -44,10 +45,18 @@ struct CacheFixture {
 /// Waits until `condition` holds, giving other tasks the thread in between.
 ///
 /// This is for state that offers no notification of its own (the cache's stats after a background refresh, or
-/// the number of callers that joined a flight). It makes no timing assumption: it only re-checks after yielding,
-/// and the suite's time limit ends it if the condition never comes true.
-func waitUntil(_ condition: () -> Bool) async {
+/// the number of callers that joined a flight). It makes no timing assumption: it only re-checks after yielding.
+/// If the condition never comes true, the suite's time limit cancels the test, and the wait ends with an issue.
+func waitUntil(
+    _ description: @autoclosure () -> String = "condition",
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () -> Bool
+) async {
     while !condition() {
+        if Task.isCancelled {
+            Issue.record("cancelled while waiting for \(description())", sourceLocation: sourceLocation)
+            return
+        }
         await Task.yield()
     }
 }
