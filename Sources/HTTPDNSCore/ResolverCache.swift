@@ -138,7 +138,6 @@ public final class ResolverCache: Sendable {
             return state.nextWaiterID
         }
         var launchFlight = false
-        var coalesced = false
         var lateOutcome: CacheOutcome?
         let outcome: Result<Resolution, ResolutionError> = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -170,7 +169,9 @@ public final class ResolverCache: Sendable {
                 case .cancelled:
                     continuation.resume(throwing: CancellationError())
                 case .joined:
-                    coalesced = true
+                    // Counted when joining, as the stats count it: whatever the flight delivers (a stale answer
+                    // too) and even if this caller is cancelled before it does.
+                    metrics.coalesced.increment()
                 case .started:
                     launchFlight = true
                 case .rejected(let pending):
@@ -212,7 +213,6 @@ public final class ResolverCache: Sendable {
             metrics.rejected.increment()
         default:
             metrics.misses.increment()
-            if coalesced { metrics.coalesced.increment() }
         }
         return try outcome.get()
     }
@@ -252,9 +252,12 @@ public final class ResolverCache: Sendable {
             let delivered: Result<Resolution, ResolutionError>
             switch result {
             case .success(let answer):
-                evicted = state.store(answer, for: key.host, source: source.name, now: now, configuration: configuration)
+                state.store(answer, for: key.host, source: source.name, now: now, configuration: configuration)
                 delivered = state.resolutionAfterUpstream(key, now: now, configuration: configuration)
                     ?? .failure(ResolutionError(.malformedAnswer, "\(source.name) did not answer every family asked for \(key.host)"))
+                // Evict only once the answer is assembled: with fewer entries allowed than families asked, the
+                // entries just stored may themselves be the least recently used.
+                evicted = state.evictOverflow(configuration: configuration)
             case .failure(let error):
                 delivered = state.staleAfterFailure(key, now: now, configuration: configuration) ?? .failure(error)
             }
@@ -396,14 +399,19 @@ extension ResolverCache {
             return .fresh(result, startedRefresh: startedRefresh)
         }
 
-        /// Stores what the source said for each family, clamping TTLs. Returns how many entries were evicted.
-        mutating func store(_ answer: SourceAnswer, for host: HostName, source: String, now: MonotonicInstant, configuration: Configuration) -> Int {
+        /// Stores what the source said for each family, clamping TTLs. The size bound is restored by
+        /// ``evictOverflow(configuration:)``.
+        mutating func store(_ answer: SourceAnswer, for host: HostName, source: String, now: MonotonicInstant, configuration: Configuration) {
             if let ipv4 = answer.ipv4 {
                 store(ipv4, wrap: EntryValue.ipv4, key: EntryKey(host: host, family: .ipv4), source: source, now: now, configuration: configuration)
             }
             if let ipv6 = answer.ipv6 {
                 store(ipv6, wrap: EntryValue.ipv6, key: EntryKey(host: host, family: .ipv6), source: source, now: now, configuration: configuration)
             }
+        }
+
+        /// Evicts the least recently used entries past ``Configuration/maxEntries``. Returns how many went.
+        mutating func evictOverflow(configuration: Configuration) -> Int {
             var evicted = 0
             while storage.count > configuration.maxEntries, storage.removeOldest() != nil {
                 evicted += 1
