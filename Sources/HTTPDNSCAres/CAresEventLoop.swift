@@ -148,14 +148,14 @@ final class CAresEventLoop: @unchecked Sendable {
 
     private let joined = Mutex(false)
 
+    /// Joins the thread and closes the eventfd, once. Holding the lock through the join makes a concurrent
+    /// second `shutdown()` return only after the first has finished.
     private func joinOnce() {
-        let mustJoin = joined.withLock { joined in
-            defer { joined = true }
-            return !joined
-        }
-        if mustJoin {
+        joined.withLock { joined in
+            guard !joined else { return }
             pthread_join(thread, nil)
             close(wakeFD)
+            joined = true
         }
     }
 

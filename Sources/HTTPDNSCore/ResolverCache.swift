@@ -47,8 +47,11 @@ public final class ResolverCache: Sendable {
 
     /// The addresses of `host` in `families`, from the cache when it can, else from the source.
     ///
+    /// A stale answer (``Resolution/stale``) is always returned, never thrown: a stale negative answer comes back
+    /// as a resolution without addresses, as the HTTPDNS wire format serves it.
+    ///
     /// - Throws: ``ResolutionError`` — ``ResolutionError/Code/nameNotFound`` and ``ResolutionError/Code/noAddress``
-    ///   for negative answers (with the TTL they may be cached for), the source's error when it failed and nothing
+    ///   for fresh negative answers (with the TTL they may be cached for), the source's error when it failed and nothing
     ///   could be served stale, ``ResolutionError/Code/tooManyPendingQueries`` when the pending bound is reached;
     ///   `CancellationError` when the calling task is cancelled while waiting (the upstream query goes on for
     ///   any other callers and fills the cache).
@@ -259,6 +262,7 @@ public final class ResolverCache: Sendable {
                 // entries just stored may themselves be the least recently used.
                 evicted = state.evictOverflow(configuration: configuration)
             case .failure(let error):
+                state.postponeRefreshAhead(key, now: now, configuration: configuration)
                 delivered = state.staleAfterFailure(key, now: now, configuration: configuration) ?? .failure(error)
             }
             let waiters = flight?.waiters ?? [:]
@@ -462,6 +466,18 @@ extension ResolverCache {
         mutating func resolutionAfterUpstream(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>? {
             guard let slots = freshSlots(key, now: now) else { return nil }
             return assemble(key.host, slots: slots, now: now, cached: false)
+        }
+
+        /// After a failed refresh of fresh entries, waits ``Configuration/staleRefreshRetrySeconds`` before the
+        /// next refresh-ahead, so hits on a name whose upstream fails fast do not become a stream of queries.
+        mutating func postponeRefreshAhead(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) {
+            for family in key.families.members {
+                guard let slot = storage.slot(of: EntryKey(host: key.host, family: family)) else { continue }
+                storage.modify(at: slot) { entry in
+                    guard now < entry.expiresAt else { return }
+                    entry.refreshAt = min(entry.expiresAt, now.adding(seconds: configuration.staleRefreshRetrySeconds))
+                }
+            }
         }
 
         /// After a failed refresh: the stale answer, if every family has an entry within the staleness limit.

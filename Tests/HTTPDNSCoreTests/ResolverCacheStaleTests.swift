@@ -232,5 +232,9 @@ import Testing
         #expect(hit.stale == false)
         #expect(hit.ttlSeconds == 15)
         #expect(hit.ipv4 == [v4("192.0.2.1")])
+        // The failure postpones the next refresh-ahead by staleRefreshRetrySeconds (past this entry's expiry),
+        // so a fast-failing upstream is not asked again on every hit.
+        #expect(f.cache.stats.pendingQueries == 0)
+        #expect(f.source.queryCount("www.example") == 2)
     }
 }
