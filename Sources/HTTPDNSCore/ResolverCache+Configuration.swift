@@ -14,7 +14,8 @@ extension ResolverCache {
         public var minNegativeTTLSeconds: UInt32 = 1
         /// Upper clamp for negative answers (RFC 2308 suggests at most a few hours; we keep it short). Default 300 s.
         public var maxNegativeTTLSeconds: UInt32 = 300
-        /// The most entries kept (one per name and family); past it the least recently used goes. Default 100,000.
+        /// The most names kept (one entry per name holds its A and AAAA answers); past it the least recently used
+        /// name goes. Default 100,000.
         public var maxEntries: Int = 100_000
         /// The TTL given with a stale answer (RFC 8767 §4 recommends 30 s). Default 30 s.
         public var staleAnswerTTLSeconds: UInt32 = 30

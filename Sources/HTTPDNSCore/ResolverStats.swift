@@ -31,7 +31,7 @@ public struct ResolverStats: Sendable, Hashable {
     public var rejectedLookups = 0
     /// Upstream queries by source and outcome.
     public var upstreamQueries: [UpstreamOutcome: Int] = [:]
-    /// Entries in the cache now (one per name and family, stale ones included).
+    /// Entries in the cache now: one per name, stale ones included.
     public var entries = 0
     /// Upstream queries in flight now.
     public var pendingQueries = 0

@@ -66,7 +66,8 @@ import Testing
         #expect(both.cached)
         #expect(both.addresses.count == 2)
         #expect(f.source.queryCount("www.example", families: .all) == 0)
-        #expect(f.cache.stats.entries == 2)
+        // One entry per name, holding both families.
+        #expect(f.cache.stats.entries == 1)
     }
 
     @Test func ttlOfAnAnswerIsTheSmallestOfItsFamilies() async throws {
@@ -309,26 +310,37 @@ import Testing
         #expect(try await f.cache.resolve(host("a.example"), families: .ipv4).cached == false)
     }
 
-    @Test func everyFamilyIsOneEntry() async throws {
-        let f = CacheFixture { $0.maxEntries = 3 }
+    @Test func everyNameIsOneEntryWhateverItsFamilies() async throws {
+        let f = CacheFixture { $0.maxEntries = 2 }
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 600)
+        f.source.script("c.example", ipv4: ["192.0.2.3"], ttl: 600)
         _ = try await f.cache.resolve(host("a.example"))
+        #expect(f.cache.stats.entries == 1)
+        _ = try await f.cache.resolve(host("b.example"), families: .ipv4)
+        _ = try await f.cache.resolve(host("b.example"), families: .ipv6)
         #expect(f.cache.stats.entries == 2)
-        _ = try await f.cache.resolve(host("b.example"))
-        #expect(f.cache.stats.entries == 3)
+        #expect(f.cache.stats.evictions == 0)
+        _ = try await f.cache.resolve(host("c.example"), families: .ipv4)
+        #expect(f.cache.stats.entries == 2)
         #expect(f.cache.stats.evictions == 1)
-        // a's A entry went, so an A+AAAA lookup of a asks again; its AAAA entry alone still answers.
-        #expect(try await f.cache.resolve(host("a.example"), families: .ipv6).cached)
-        #expect(try await f.cache.resolve(host("a.example")).cached == false)
+        // a, the least recently used name, went with both its families; b kept both of its.
+        #expect(try await f.cache.resolve(host("b.example")).cached)
+        #expect(try await f.cache.resolve(host("a.example"), families: .ipv6).cached == false)
     }
 
     @Test func aCacheOfOneEntryStillAnswersAnAPlusAAAALookup() async throws {
         let f = CacheFixture { $0.maxEntries = 1 }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
+        f.source.script("other.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 600)
         let answer = try await f.cache.resolve(name)
         #expect(answer.ipv4 == [v4("192.0.2.1")])
         #expect(answer.ipv6 == [v6("2001:db8::1")])
+        #expect(f.cache.stats.entries == 1)
+        #expect(f.cache.stats.evictions == 0)
+        // The newest name's entry is assembled before the oldest is evicted to make room.
+        let other = try await f.cache.resolve(host("other.example"))
+        #expect(other.ipv6 == [v6("2001:db8::2")])
         #expect(f.cache.stats.entries == 1)
         #expect(f.cache.stats.evictions == 1)
     }

@@ -1,0 +1,313 @@
+extension ResolverCache {
+    /// One name and family set whose upstream query is in flight.
+    struct FlightKey: Hashable, Sendable {
+        let host: HostName
+        let families: AddressFamilies
+    }
+
+    struct Flight {
+        var waiters: [UInt64: CheckedContinuation<Result<Resolution, ResolutionError>, any Error>]
+    }
+
+    /// What the cache knows of one family of one name.
+    struct FamilyRecord<Address: Sendable & Hashable> {
+        /// Empty for a negative answer.
+        var addresses: [Address]
+        /// Set for a negative answer.
+        var negative: NegativeAnswer?
+        var originTTLSeconds: UInt32
+        var expiresAt: MonotonicInstant
+        var refreshAt: MonotonicInstant
+        /// When a refresh of this expired record last failed.
+        var refreshFailedAt: MonotonicInstant?
+
+        enum Condition: Equatable {
+            case fresh
+            /// Fresh, but in the last part of its TTL: refresh ahead.
+            case refreshDue
+            /// Expired, within the staleness limit; upstream should be asked.
+            case stale
+            /// Expired, within the staleness limit, and a refresh failed lately: serve stale without asking.
+            case staleAfterRecentFailure
+            /// Past the staleness limit: useless.
+            case gone
+        }
+
+        func condition(at now: MonotonicInstant, _ configuration: Configuration) -> Condition {
+            if now < expiresAt { return now < refreshAt ? .fresh : .refreshDue }
+            guard configuration.maxStaleSeconds > 0, now < expiresAt.adding(seconds: configuration.maxStaleSeconds) else {
+                return .gone
+            }
+            if let failed = refreshFailedAt, now < failed.adding(seconds: configuration.staleRefreshRetrySeconds) {
+                return .staleAfterRecentFailure
+            }
+            return .stale
+        }
+
+        init(_ answer: FamilyAnswer<Address>, now: MonotonicInstant, configuration: Configuration) {
+            switch answer {
+            case .addresses(let addresses, let ttlSeconds):
+                let ttl = min(max(ttlSeconds, configuration.minTTLSeconds), configuration.maxTTLSeconds)
+                let fraction = min(max(configuration.refreshAheadFraction, 0), 1)
+                self.addresses = addresses
+                self.negative = nil
+                self.originTTLSeconds = ttl
+                self.refreshAt = now.adding(seconds: ttl - UInt32((Double(ttl) * fraction).rounded(.down)))
+                self.expiresAt = now.adding(seconds: ttl)
+            case .negative(let kind, let ttlSeconds):
+                let ttl = min(
+                    max(ttlSeconds ?? configuration.negativeTTLSeconds, configuration.minNegativeTTLSeconds),
+                    configuration.maxNegativeTTLSeconds
+                )
+                self.addresses = []
+                self.negative = kind
+                self.originTTLSeconds = ttl
+                self.expiresAt = now.adding(seconds: ttl)
+                // Negative answers are not refreshed ahead: nobody is waiting on their addresses.
+                self.refreshAt = self.expiresAt
+            }
+            self.refreshFailedAt = nil
+        }
+    }
+
+    /// Everything the cache knows of one name: one LRU entry, so a lookup costs one hash whatever it asks.
+    struct HostEntry {
+        var ipv4: FamilyRecord<IPv4Address>?
+        var ipv6: FamilyRecord<IPv6Address>?
+
+        /// Calls `body` with the condition of each family in `families`, nil for a family not asked or not known.
+        func conditions(
+            _ families: AddressFamilies,
+            at now: MonotonicInstant,
+            _ configuration: Configuration
+        ) -> (ipv4: FamilyRecord<IPv4Address>.Condition?, ipv6: FamilyRecord<IPv6Address>.Condition?, complete: Bool) {
+            let wantsIPv4 = families.contains(.ipv4)
+            let wantsIPv6 = families.contains(.ipv6)
+            let ipv4 = wantsIPv4 ? self.ipv4?.condition(at: now, configuration) : nil
+            let ipv6 = wantsIPv6 ? self.ipv6?.condition(at: now, configuration) : nil
+            return (ipv4, ipv6, (!wantsIPv4 || ipv4 != nil) && (!wantsIPv6 || ipv6 != nil))
+        }
+    }
+
+    enum CacheOutcome {
+        /// Fresh records answer the lookup; `startedRefresh` says a refresh-ahead flight was registered.
+        case fresh(Result<Resolution, ResolutionError>, startedRefresh: Bool)
+        /// Expired records answer the lookup because a refresh failed recently.
+        case stale(Resolution)
+        /// Upstream must be asked.
+        case upstream
+    }
+
+    enum JoinOutcome {
+        case answered(CacheOutcome)
+        case cancelled
+        case joined
+        case started
+        case rejected(Int)
+    }
+
+    struct State {
+        /// The source's name, for every ``Resolution`` the cache builds.
+        let sourceName: String
+        /// Names the upstream in the messages of negative answers.
+        let upstreamDescription: String
+        var storage = LRUStorage<HostName, HostEntry>()
+        var flights: [FlightKey: Flight] = [:]
+        var stats = ResolverStats()
+        var nextWaiterID: UInt64 = 0
+
+        init(sourceName: String, upstreamDescription: String) {
+            self.sourceName = sourceName
+            self.upstreamDescription = upstreamDescription
+        }
+
+        /// The hot path: answers `key` from fresh records, or from stale ones while refreshing fails.
+        mutating func answerFromCache(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> CacheOutcome {
+            guard let slot = storage.slot(of: key.host) else { return .upstream }
+            var outcome = CacheOutcome.upstream
+            var refreshDue = false
+            let keep = storage.modify(at: slot) { entry -> Bool in
+                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, configuration)
+                if ipv4 == .gone || ipv6 == .gone {
+                    if ipv4 == .gone { entry.ipv4 = nil }
+                    if ipv6 == .gone { entry.ipv6 = nil }
+                    return entry.ipv4 != nil || entry.ipv6 != nil
+                }
+                guard complete else { return true }
+                if ipv4 == .stale || ipv6 == .stale { return true }
+                if ipv4 == .staleAfterRecentFailure || ipv6 == .staleAfterRecentFailure {
+                    outcome = .stale(Self.staleResolution(key, entry, now: now, sourceName: sourceName, upstream: upstreamDescription, configuration))
+                } else {
+                    refreshDue = ipv4 == .refreshDue || ipv6 == .refreshDue
+                    outcome = .fresh(Self.assemble(key, entry, now: now, cached: true, sourceName: sourceName, upstream: upstreamDescription), startedRefresh: false)
+                }
+                return true
+            }
+            guard keep else {
+                storage.remove(key.host)
+                return .upstream
+            }
+            switch outcome {
+            case .upstream:
+                return .upstream
+            case .stale:
+                stats.staleHits += 1
+            case .fresh(let result, _):
+                guard case .success = result else {
+                    stats.negativeHits += 1
+                    break
+                }
+                stats.hits += 1
+                if refreshDue, flights[key] == nil, flights.count < configuration.maxPendingQueries {
+                    flights[key] = Flight(waiters: [:])
+                    outcome = .fresh(result, startedRefresh: true)
+                }
+            }
+            storage.touch(slot)
+            return outcome
+        }
+
+        /// Stores what the source said for each family, clamping TTLs. The size bound is restored by
+        /// ``evictOverflow(configuration:)``.
+        mutating func store(_ answer: SourceAnswer, for host: HostName, now: MonotonicInstant, configuration: Configuration) {
+            func update(_ entry: inout HostEntry) {
+                if let ipv4 = answer.ipv4 { entry.ipv4 = FamilyRecord(ipv4, now: now, configuration: configuration) }
+                if let ipv6 = answer.ipv6 { entry.ipv6 = FamilyRecord(ipv6, now: now, configuration: configuration) }
+            }
+            if let slot = storage.slot(of: host) {
+                storage.modify(at: slot, update)
+                storage.touch(slot)
+            } else {
+                var entry = HostEntry()
+                update(&entry)
+                storage.set(entry, for: host)
+            }
+        }
+
+        /// Evicts the least recently used names past ``Configuration/maxEntries``. Returns how many went.
+        mutating func evictOverflow(configuration: Configuration) -> Int {
+            var evicted = 0
+            while storage.count > configuration.maxEntries, storage.removeOldest() != nil {
+                evicted += 1
+            }
+            stats.evictions += evicted
+            return evicted
+        }
+
+        /// The answer for the waiters of a flight that just stored its answer; nil if the source left out a
+        /// family it was asked for.
+        mutating func resolutionAfterUpstream(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>? {
+            guard let slot = storage.slot(of: key.host) else { return nil }
+            let (sourceName, upstream) = (sourceName, upstreamDescription)
+            return storage.modify(at: slot) { entry in
+                guard entry.conditions(key.families, at: now, configuration).complete else { return nil }
+                return Self.assemble(key, entry, now: now, cached: false, sourceName: sourceName, upstream: upstream)
+            }
+        }
+
+        /// After a failed refresh of fresh records, waits ``Configuration/staleRefreshRetrySeconds`` before the
+        /// next refresh-ahead, so hits on a name whose upstream fails fast do not become a stream of queries.
+        mutating func postponeRefreshAhead(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) {
+            guard let slot = storage.slot(of: key.host) else { return }
+            let next = now.adding(seconds: configuration.staleRefreshRetrySeconds)
+            storage.modify(at: slot) { entry in
+                if key.families.contains(.ipv4), let record = entry.ipv4, now < record.expiresAt {
+                    entry.ipv4!.refreshAt = min(record.expiresAt, next)
+                }
+                if key.families.contains(.ipv6), let record = entry.ipv6, now < record.expiresAt {
+                    entry.ipv6!.refreshAt = min(record.expiresAt, next)
+                }
+            }
+        }
+
+        /// After a failed refresh: the stale answer, if every family asked has a record within the staleness limit.
+        mutating func staleAfterFailure(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>? {
+            guard let slot = storage.slot(of: key.host) else { return nil }
+            let (sourceName, upstream) = (sourceName, upstreamDescription)
+            return storage.modify(at: slot) { entry in
+                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, configuration)
+                guard complete, ipv4 != .gone, ipv6 != .gone else { return nil }
+                var anyExpired = false
+                if let ipv4, ipv4 != .fresh, ipv4 != .refreshDue {
+                    entry.ipv4!.refreshFailedAt = now
+                    anyExpired = true
+                }
+                if let ipv6, ipv6 != .fresh, ipv6 != .refreshDue {
+                    entry.ipv6!.refreshFailedAt = now
+                    anyExpired = true
+                }
+                // A failed refresh-ahead of still-fresh records changes nothing for their callers.
+                guard anyExpired else { return Self.assemble(key, entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) }
+                return .success(Self.staleResolution(key, entry, now: now, sourceName: sourceName, upstream: upstream, configuration))
+            }
+        }
+
+        /// An expired answer served stale: its addresses (none for a stale negative answer) with the stale TTL.
+        private static func staleResolution(
+            _ key: FlightKey,
+            _ entry: HostEntry,
+            now: MonotonicInstant,
+            sourceName: String,
+            upstream: String,
+            _ configuration: Configuration
+        ) -> Resolution {
+            var resolution: Resolution
+            switch assemble(key, entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
+            case .success(let assembled):
+                resolution = assembled
+            case .failure:
+                resolution = Resolution(host: key.host, ipv4: [], ipv6: [], ttlSeconds: 0, originTTLSeconds: 0, source: sourceName, cached: true, stale: true)
+            }
+            resolution.ttlSeconds = configuration.staleAnswerTTLSeconds
+            resolution.stale = true
+            return resolution
+        }
+
+        /// Combines the records of the families asked into one answer: addresses if any family has some, else
+        /// the negative answer (NXDOMAIN wins over no data). The TTL is the smallest left among them.
+        private static func assemble(
+            _ key: FlightKey,
+            _ entry: HostEntry,
+            now: MonotonicInstant,
+            cached: Bool,
+            sourceName: String,
+            upstream: String
+        ) -> Result<Resolution, ResolutionError> {
+            var ttl = UInt32.max
+            var originTTL = UInt32.max
+            var negative: NegativeAnswer?
+            var positive = false
+            var ipv4: [IPv4Address] = []
+            var ipv6: [IPv6Address] = []
+            if key.families.contains(.ipv4), let record = entry.ipv4 {
+                ttl = min(ttl, now.secondsUntil(record.expiresAt))
+                originTTL = min(originTTL, record.originTTLSeconds)
+                if let kind = record.negative { negative = kind } else { ipv4 = record.addresses; positive = true }
+            }
+            if key.families.contains(.ipv6), let record = entry.ipv6 {
+                ttl = min(ttl, now.secondsUntil(record.expiresAt))
+                originTTL = min(originTTL, record.originTTLSeconds)
+                if let kind = record.negative {
+                    if negative != .nameNotFound { negative = kind }
+                } else {
+                    ipv6 = record.addresses
+                    positive = true
+                }
+            }
+            guard positive else {
+                switch negative ?? .noData {
+                case .nameNotFound:
+                    return .failure(ResolutionError(.nameNotFound, "\(key.host) does not exist (NXDOMAIN from \(upstream))", ttlSeconds: ttl))
+                case .noData:
+                    let families = key.families == .all ? "A or AAAA" : key.families.description
+                    return .failure(
+                        ResolutionError(.noAddress, "\(key.host) exists but has no \(families) address (NOERROR, no data from \(upstream))", ttlSeconds: ttl)
+                    )
+                }
+            }
+            return .success(
+                Resolution(host: key.host, ipv4: ipv4, ipv6: ipv6, ttlSeconds: ttl, originTTLSeconds: originTTL, source: sourceName, cached: cached, stale: false)
+            )
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import HTTPDNSCore
+import Metrics
+import Prometheus
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Cache hits against a bare `Mutex<[String: …]>` lookup, single task and on every core.
+struct CacheHitBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "ns per cache hit, as a ratio against a bare lock-protected Dictionary lookup."
+    )
+
+    @Option(help: "Distinct names in the cache.")
+    var names = 1000
+
+    @Option(help: "Lookups per task per round.")
+    var lookups = 2_000_000
+
+    @Option(help: "Rounds; the median is reported.")
+    var rounds = 5
+
+    @Option(help: "Concurrent tasks for the parallel measurement (default: the number of cores).")
+    var tasks = System.coreCount
+
+    @Flag(help: "Print one JSON object.")
+    var json = false
+
+    func validate() throws {
+        guard names > 0, lookups > 0, rounds > 0, tasks > 0 else { throw ValidationError("counts must be positive") }
+    }
+
+    func run() async throws {
+        // Real counters, as a service exporting Prometheus metrics would have: each hit increments one.
+        MetricsSystem.bootstrap(PrometheusMetricsFactory())
+        let hosts = try (0..<names).map { try HostName("host\($0).bench.example") }
+        let cache = ResolverCache(source: StaticSource())
+        for host in hosts { _ = try await cache.resolve(host) }
+        let baseline = Mutex<[String: [IPv4Address]]>([:])
+        for host in hosts { baseline.withLock { $0[host.value] = [IPv4Address(0xC000_0201)] } }
+        let keys = hosts.map(\.value)
+
+        func measure(parallel: Int, _ body: @escaping @Sendable (Int) async throws -> Int) async throws -> Double {
+            var samples: [Double] = []
+            for _ in 0..<rounds {
+                let stopwatch = Stopwatch()
+                let found = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for task in 0..<parallel { group.addTask { try await body(task) } }
+                    return try await group.reduce(0, +)
+                }
+                precondition(found == parallel * lookups, "a lookup missed")
+                samples.append(Double(stopwatch.elapsedNanoseconds) / Double(parallel * lookups))
+            }
+            return samples.median
+        }
+
+        let lookups = self.lookups
+        let names = self.names
+        let dictionaryBody: @Sendable (Int) async throws -> Int = { task in
+            var found = 0
+            var index = task
+            for _ in 0..<lookups {
+                if baseline.withLock({ $0[keys[index]] }) != nil { found += 1 }
+                index = index + 1 == names ? 0 : index + 1
+            }
+            return found
+        }
+        let cacheBody: @Sendable (Int) async throws -> Int = { task in
+            var found = 0
+            var index = task
+            for _ in 0..<lookups {
+                if try await !cache.resolve(hosts[index]).ipv4.isEmpty { found += 1 }
+                index = index + 1 == names ? 0 : index + 1
+            }
+            return found
+        }
+
+        let dictionarySingle = try await measure(parallel: 1, dictionaryBody)
+        let cacheSingle = try await measure(parallel: 1, cacheBody)
+        let dictionaryParallel = try await measure(parallel: tasks, dictionaryBody)
+        let cacheParallel = try await measure(parallel: tasks, cacheBody)
+        precondition(cache.stats.misses == names, "the measured lookups must all be hits")
+
+        if json {
+            print(JSON.object([
+                ("benchmark", .string("cache-hit")),
+                ("names", .integer(names)),
+                ("singleTask", .object([
+                    ("dictionaryNsPerLookup", .number(dictionarySingle)),
+                    ("cacheNsPerLookup", .number(cacheSingle)),
+                    ("ratio", .number(cacheSingle / dictionarySingle)),
+                ])),
+                ("parallel", .object([
+                    ("tasks", .integer(tasks)),
+                    ("dictionaryNsPerLookup", .number(dictionaryParallel)),
+                    ("cacheNsPerLookup", .number(cacheParallel)),
+                    ("ratio", .number(cacheParallel / dictionaryParallel)),
+                ])),
+            ]).text)
+        } else {
+            print("cache hit, \(names) names, median of \(rounds) rounds of \(lookups) lookups per task")
+            print("  1 task:   bare Mutex<Dictionary> \(formatted(dictionarySingle)) ns, ResolverCache \(formatted(cacheSingle)) ns, ratio \(formatted(cacheSingle / dictionarySingle))x")
+            print("  \(tasks) tasks:  bare Mutex<Dictionary> \(formatted(dictionaryParallel)) ns, ResolverCache \(formatted(cacheParallel)) ns, ratio \(formatted(cacheParallel / dictionaryParallel))x  (wall ns per lookup, all tasks together)")
+            print("  target: ratio at most 2.00x")
+        }
+    }
+}
+
+enum System {
+    /// Cores online.
+    static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    /// Resident memory of this process, from /proc/self/statm.
+    static func residentBytes() -> Int {
+        guard let file = fopen("/proc/self/statm", "r") else { return 0 }
+        defer { fclose(file) }
+        var size = 0
+        var resident = 0
+        guard withUnsafeMutablePointer(to: &size, { sizePointer in
+            withUnsafeMutablePointer(to: &resident) { residentPointer in
+                readTwoNumbers(file, sizePointer, residentPointer)
+            }
+        }) else { return 0 }
+        return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    private static func readTwoNumbers(_ file: UnsafeMutablePointer<FILE>, _ first: UnsafeMutablePointer<Int>, _ second: UnsafeMutablePointer<Int>) -> Bool {
+        var line = [CChar](repeating: 0, count: 256)
+        guard fgets(&line, Int32(line.count), file) != nil else { return false }
+        let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: " ")
+        guard fields.count >= 2, let a = Int(fields[0]), let b = Int(fields[1]) else { return false }
+        first.pointee = a
+        second.pointee = b
+        return true
+    }
+}
