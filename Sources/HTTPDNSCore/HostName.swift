@@ -7,6 +7,17 @@ public struct HostName: Sendable, Hashable, CustomStringConvertible {
     /// The normalised name: lower case, no trailing dot.
     public let value: String
 
+    /// The name's hash, computed once: a name is validated once and then looked up in caches many times.
+    private let precomputedHash: Int
+
+    public static func == (lhs: HostName, rhs: HostName) -> Bool {
+        lhs.precomputedHash == rhs.precomputedHash && lhs.value == rhs.value
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(precomputedHash)
+    }
+
     /// Validates and normalises `string`.
     /// - Throws: ``HostNameError`` saying what is wrong with the name.
     public init(_ string: String) throws(HostNameError) {
@@ -57,6 +68,7 @@ public struct HostName: Sendable, Hashable, CustomStringConvertible {
             throw HostNameError(name: string, reason: "the last label is all digits: this looks like an IP address, not a name")
         }
         self.value = String(decoding: utf8, as: UTF8.self)
+        self.precomputedHash = value.hashValue
     }
 
     /// The name as a fully qualified domain name, with a trailing dot.

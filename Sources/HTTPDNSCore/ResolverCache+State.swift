@@ -72,8 +72,17 @@ extension ResolverCache {
 
     /// Everything the cache knows of one name: one LRU entry, so a lookup costs one hash whatever it asks.
     struct HostEntry {
-        var ipv4: FamilyRecord<IPv4Address>?
-        var ipv6: FamilyRecord<IPv6Address>?
+        var ipv4: FamilyRecord<IPv4Address>? {
+            didSet { assembled = nil }
+        }
+        var ipv6: FamilyRecord<IPv6Address>? {
+            didSet { assembled = nil }
+        }
+        /// The positive answer last built from these records, and for which families: hits reuse it, so
+        /// handing it out costs one reference count.
+        var assembled: (families: AddressFamilies, answer: Resolution.Answer)?
+        /// When the entry was last moved to the front of the LRU order.
+        var lastTouched = MonotonicInstant(nanoseconds: 0)
 
         /// Calls `body` with the condition of each family in `families`, nil for a family not asked or not known.
         func conditions(
@@ -91,7 +100,9 @@ extension ResolverCache {
 
     enum CacheOutcome {
         /// Fresh records answer the lookup; `startedRefresh` says a refresh-ahead flight was registered.
-        case fresh(Result<Resolution, ResolutionError>, startedRefresh: Bool)
+        case hit(Resolution, startedRefresh: Bool)
+        /// A fresh negative answer.
+        case negative(ResolutionError)
         /// Expired records answer the lookup because a refresh failed recently.
         case stale(Resolution)
         /// Upstream must be asked.
@@ -121,13 +132,26 @@ extension ResolverCache {
             self.upstreamDescription = upstreamDescription
         }
 
-        /// The hot path: answers `key` from fresh records, or from stale ones while refreshing fails.
-        mutating func answerFromCache(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> CacheOutcome {
-            guard let slot = storage.slot(of: key.host) else { return .upstream }
+        /// The hot path: answers from fresh records, or from stale ones while refreshing fails.
+        mutating func answerFromCache(
+            _ host: HostName,
+            _ families: AddressFamilies,
+            now: MonotonicInstant,
+            configuration: Configuration
+        ) -> CacheOutcome {
+            guard let slot = storage.slot(of: host) else { return .upstream }
             var outcome = CacheOutcome.upstream
             var refreshDue = false
+            var touch = false
+            let (sourceName, upstream) = (sourceName, upstreamDescription)
             let keep = storage.modify(at: slot) { entry -> Bool in
-                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, configuration)
+                // Like memcached, move a name to the front at most once a second: a hot name stays near the
+                // front anyway, and the LRU order keeps a one-second resolution for a fraction of the stores.
+                if now.nanoseconds &- entry.lastTouched.nanoseconds >= Self.touchIntervalNanoseconds {
+                    entry.lastTouched = now
+                    touch = true
+                }
+                let (ipv4, ipv6, complete) = entry.conditions(families, at: now, configuration)
                 if ipv4 == .gone || ipv6 == .gone {
                     if ipv4 == .gone { entry.ipv4 = nil }
                     if ipv6 == .gone { entry.ipv6 = nil }
@@ -136,15 +160,18 @@ extension ResolverCache {
                 guard complete else { return true }
                 if ipv4 == .stale || ipv6 == .stale { return true }
                 if ipv4 == .staleAfterRecentFailure || ipv6 == .staleAfterRecentFailure {
-                    outcome = .stale(Self.staleResolution(key, entry, now: now, sourceName: sourceName, upstream: upstreamDescription, configuration))
-                } else {
-                    refreshDue = ipv4 == .refreshDue || ipv6 == .refreshDue
-                    outcome = .fresh(Self.assemble(key, entry, now: now, cached: true, sourceName: sourceName, upstream: upstreamDescription), startedRefresh: false)
+                    outcome = .stale(Self.staleResolution(host, families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration))
+                    return true
+                }
+                refreshDue = ipv4 == .refreshDue || ipv6 == .refreshDue
+                switch Self.assemble(host, families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
+                case .success(let resolution): outcome = .hit(resolution, startedRefresh: false)
+                case .failure(let error): outcome = .negative(error)
                 }
                 return true
             }
             guard keep else {
-                storage.remove(key.host)
+                storage.remove(host)
                 return .upstream
             }
             switch outcome {
@@ -152,20 +179,23 @@ extension ResolverCache {
                 return .upstream
             case .stale:
                 stats.staleHits += 1
-            case .fresh(let result, _):
-                guard case .success = result else {
-                    stats.negativeHits += 1
-                    break
-                }
+            case .negative:
+                stats.negativeHits += 1
+            case .hit(let resolution, _):
                 stats.hits += 1
-                if refreshDue, flights[key] == nil, flights.count < configuration.maxPendingQueries {
-                    flights[key] = Flight(waiters: [:])
-                    outcome = .fresh(result, startedRefresh: true)
+                if refreshDue, flights.count < configuration.maxPendingQueries {
+                    let key = FlightKey(host: host, families: families)
+                    if flights[key] == nil {
+                        flights[key] = Flight(waiters: [:])
+                        outcome = .hit(resolution, startedRefresh: true)
+                    }
                 }
             }
-            storage.touch(slot)
+            if touch { storage.touch(slot) }
             return outcome
         }
+
+        static let touchIntervalNanoseconds: UInt64 = 1_000_000_000
 
         /// Stores what the source said for each family, clamping TTLs. The size bound is restored by
         /// ``evictOverflow(configuration:)``.
@@ -201,7 +231,7 @@ extension ResolverCache {
             let (sourceName, upstream) = (sourceName, upstreamDescription)
             return storage.modify(at: slot) { entry in
                 guard entry.conditions(key.families, at: now, configuration).complete else { return nil }
-                return Self.assemble(key, entry, now: now, cached: false, sourceName: sourceName, upstream: upstream)
+                return Self.assemble(key.host, key.families, &entry, now: now, cached: false, sourceName: sourceName, upstream: upstream)
             }
         }
 
@@ -237,26 +267,27 @@ extension ResolverCache {
                     anyExpired = true
                 }
                 // A failed refresh-ahead of still-fresh records changes nothing for their callers.
-                guard anyExpired else { return Self.assemble(key, entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) }
-                return .success(Self.staleResolution(key, entry, now: now, sourceName: sourceName, upstream: upstream, configuration))
+                guard anyExpired else { return Self.assemble(key.host, key.families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) }
+                return .success(Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration))
             }
         }
 
         /// An expired answer served stale: its addresses (none for a stale negative answer) with the stale TTL.
         private static func staleResolution(
-            _ key: FlightKey,
-            _ entry: HostEntry,
+            _ host: HostName,
+            _ families: AddressFamilies,
+            _ entry: inout HostEntry,
             now: MonotonicInstant,
             sourceName: String,
             upstream: String,
             _ configuration: Configuration
         ) -> Resolution {
             var resolution: Resolution
-            switch assemble(key, entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
+            switch assemble(host, families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
             case .success(let assembled):
                 resolution = assembled
             case .failure:
-                resolution = Resolution(host: key.host, ipv4: [], ipv6: [], ttlSeconds: 0, originTTLSeconds: 0, source: sourceName, cached: true, stale: true)
+                resolution = Resolution(host: host, ipv4: [], ipv6: [], ttlSeconds: 0, originTTLSeconds: 0, source: sourceName, cached: true, stale: true)
             }
             resolution.ttlSeconds = configuration.staleAnswerTTLSeconds
             resolution.stale = true
@@ -266,8 +297,9 @@ extension ResolverCache {
         /// Combines the records of the families asked into one answer: addresses if any family has some, else
         /// the negative answer (NXDOMAIN wins over no data). The TTL is the smallest left among them.
         private static func assemble(
-            _ key: FlightKey,
-            _ entry: HostEntry,
+            _ host: HostName,
+            _ families: AddressFamilies,
+            _ entry: inout HostEntry,
             now: MonotonicInstant,
             cached: Bool,
             sourceName: String,
@@ -277,37 +309,47 @@ extension ResolverCache {
             var originTTL = UInt32.max
             var negative: NegativeAnswer?
             var positive = false
-            var ipv4: [IPv4Address] = []
-            var ipv6: [IPv6Address] = []
-            if key.families.contains(.ipv4), let record = entry.ipv4 {
+            let wantsIPv4 = families.contains(.ipv4)
+            let wantsIPv6 = families.contains(.ipv6)
+            if wantsIPv4, let record = entry.ipv4 {
                 ttl = min(ttl, now.secondsUntil(record.expiresAt))
                 originTTL = min(originTTL, record.originTTLSeconds)
-                if let kind = record.negative { negative = kind } else { ipv4 = record.addresses; positive = true }
+                if let kind = record.negative { negative = kind } else { positive = true }
             }
-            if key.families.contains(.ipv6), let record = entry.ipv6 {
+            if wantsIPv6, let record = entry.ipv6 {
                 ttl = min(ttl, now.secondsUntil(record.expiresAt))
                 originTTL = min(originTTL, record.originTTLSeconds)
                 if let kind = record.negative {
                     if negative != .nameNotFound { negative = kind }
                 } else {
-                    ipv6 = record.addresses
                     positive = true
                 }
             }
             guard positive else {
                 switch negative ?? .noData {
                 case .nameNotFound:
-                    return .failure(ResolutionError(.nameNotFound, "\(key.host) does not exist (NXDOMAIN from \(upstream))", ttlSeconds: ttl))
+                    return .failure(ResolutionError(.nameNotFound, "\(host) does not exist (NXDOMAIN from \(upstream))", ttlSeconds: ttl))
                 case .noData:
-                    let families = key.families == .all ? "A or AAAA" : key.families.description
+                    let families = families == .all ? "A or AAAA" : families.description
                     return .failure(
-                        ResolutionError(.noAddress, "\(key.host) exists but has no \(families) address (NOERROR, no data from \(upstream))", ttlSeconds: ttl)
+                        ResolutionError(.noAddress, "\(host) exists but has no \(families) address (NOERROR, no data from \(upstream))", ttlSeconds: ttl)
                     )
                 }
             }
-            return .success(
-                Resolution(host: key.host, ipv4: ipv4, ipv6: ipv6, ttlSeconds: ttl, originTTLSeconds: originTTL, source: sourceName, cached: cached, stale: false)
-            )
+            let answer: Resolution.Answer
+            if let assembled = entry.assembled, assembled.families == families {
+                answer = assembled.answer
+            } else {
+                answer = Resolution.Answer(
+                    host: host,
+                    ipv4: wantsIPv4 ? entry.ipv4?.addresses ?? [] : [],
+                    ipv6: wantsIPv6 ? entry.ipv6?.addresses ?? [] : [],
+                    originTTLSeconds: originTTL,
+                    source: sourceName
+                )
+                entry.assembled = (families, answer)
+            }
+            return .success(Resolution(answer: answer, ttlSeconds: ttl, cached: cached, stale: false))
         }
     }
 }

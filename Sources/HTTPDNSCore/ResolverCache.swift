@@ -56,29 +56,41 @@ public final class ResolverCache: Sendable {
     ///   could be served stale, ``ResolutionError/Code/tooManyPendingQueries`` when the pending bound is reached;
     ///   `CancellationError` when the calling task is cancelled while waiting (the upstream query goes on for
     ///   any other callers and fills the cache).
-    public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Resolution {
-        precondition(!families.isEmpty, "resolve needs at least one address family")
-        let key = FlightKey(host: host, families: families)
-        let now = clock.now()
-        let fast = state.withLock { state in
-            state.answerFromCache(key, now: now, configuration: configuration)
+    nonisolated(nonsending) public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Resolution {
+        if let resolution = try cachedResolution(host, families: families) {
+            return resolution
         }
-        switch fast {
-        case .fresh(let result, let startedRefresh):
-            if startedRefresh { launch(key) }
-            switch result {
-            case .success(let resolution):
-                metrics.hits.increment()
-                return resolution
-            case .failure(let error):
-                metrics.negativeHits.increment()
-                throw error
-            }
+        return try await resolveUpstream(FlightKey(host: host, families: families))
+    }
+
+    /// What the cache can answer for `host` right now, without waiting and without asking upstream: for
+    /// callers on a path that must not suspend. Returns a fresh or stale answer, throws a fresh negative one
+    /// (as ``resolve(_:families:)`` does), and returns nil, counting nothing, when upstream must be asked;
+    /// follow a nil with ``resolve(_:families:)``. A hit late in its TTL starts the refresh-ahead here too.
+    public func cachedResolution(_ host: HostName, families: AddressFamilies = .all) throws -> Resolution? {
+        precondition(!families.isEmpty, "a lookup needs at least one address family")
+        let now = clock.now()
+        let outcome = state.withLock { state in
+            state.answerFromCache(host, families, now: now, configuration: configuration)
+        }
+        return try deliver(outcome, host: host, families: families)
+    }
+
+    /// Hands out what the cache answered (counting it), or nil when upstream must be asked.
+    private func deliver(_ outcome: consuming CacheOutcome, host: HostName, families: AddressFamilies) throws -> Resolution? {
+        switch consume outcome {
+        case .hit(let resolution, let startedRefresh):
+            metrics.hits.increment()
+            if startedRefresh { launch(FlightKey(host: host, families: families)) }
+            return resolution
+        case .negative(let error):
+            metrics.negativeHits.increment()
+            throw error
         case .stale(let resolution):
             metrics.staleHits.increment()
             return resolution
         case .upstream:
-            return try await resolveUpstream(key)
+            return nil
         }
     }
 
@@ -146,7 +158,7 @@ public final class ResolverCache: Sendable {
                 let join: JoinOutcome = state.withLock { state in
                     // The cache may have been filled since the fast path looked.
                     let now = clock.now()
-                    let outcome = state.answerFromCache(key, now: now, configuration: configuration)
+                    let outcome = state.answerFromCache(key.host, key.families, now: now, configuration: configuration)
                     if case .upstream = outcome {
                     } else {
                         return .answered(outcome)
@@ -195,18 +207,8 @@ public final class ResolverCache: Sendable {
             continuation?.resume(throwing: CancellationError())
         }
 
-        if let lateOutcome {
-            switch lateOutcome {
-            case .fresh(let result, let startedRefresh):
-                if startedRefresh { launch(key) }
-                if case .success = result { metrics.hits.increment() } else { metrics.negativeHits.increment() }
-                return try result.get()
-            case .stale(let resolution):
-                metrics.staleHits.increment()
-                return resolution
-            case .upstream:
-                preconditionFailure("the slow path answers from the cache only when it can")
-            }
+        if let lateOutcome, let resolution = try deliver(lateOutcome, host: key.host, families: key.families) {
+            return resolution
         }
         switch outcome {
         case .success(let resolution) where resolution.stale:
@@ -222,7 +224,7 @@ public final class ResolverCache: Sendable {
     /// Starts the upstream query for `key`, whose flight is already registered.
     private func launch(_ key: FlightKey) {
         Task {
-            let started = clock.now()
+            let started = ContinuousClock.now
             let result: Result<SourceAnswer, ResolutionError>
             do {
                 result = .success(try await source.query(key.host, families: key.families))
@@ -231,8 +233,7 @@ public final class ResolverCache: Sendable {
             } catch {
                 result = .failure(ResolutionError(.internalError, "\(source.name) failed: \(error)"))
             }
-            let finished = clock.now()
-            complete(key, with: result, now: finished, startedAt: started)
+            complete(key, with: result, now: clock.now(), duration: started.duration(to: .now))
         }
     }
 
@@ -240,7 +241,7 @@ public final class ResolverCache: Sendable {
         _ key: FlightKey,
         with result: Result<SourceAnswer, ResolutionError>,
         now: MonotonicInstant,
-        startedAt: MonotonicInstant
+        duration: Duration
     ) {
         let outcomeName: String
         switch result {
@@ -272,7 +273,7 @@ public final class ResolverCache: Sendable {
             }
             return (waiters, delivered, evicted, state.storage.count)
         }
-        metrics.recordUpstream(source: source.name, outcome: outcomeName, nanoseconds: now.nanoseconds &- startedAt.nanoseconds)
+        metrics.recordUpstream(source: source.name, outcome: outcomeName, duration: duration)
         if evicted > 0 { metrics.evictions.increment(by: evicted) }
         metrics.entries.record(entries)
         if case .failure(let error) = result {

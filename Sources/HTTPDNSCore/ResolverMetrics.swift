@@ -26,9 +26,9 @@ struct ResolverMetrics: Sendable {
     }
 
     /// Counts one upstream query; the dimensions are the source's configured name and a bounded outcome.
-    func recordUpstream(source: String, outcome: String, nanoseconds: UInt64) {
+    func recordUpstream(source: String, outcome: String, duration: Duration) {
         Counter(label: "httpdns_resolutions_total", dimensions: [("source", source), ("outcome", outcome)]).increment()
         Metrics.Timer(label: "httpdns_resolution_duration_seconds", dimensions: [("source", source)], preferredDisplayUnit: .seconds)
-            .recordNanoseconds(Int64(clamping: nanoseconds))
+            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 }

@@ -70,15 +70,14 @@ struct ResolveCommand: AsyncParsableCommand {
             resolutionSource = SystemSource()
         }
         let cache = ResolverCache(source: resolutionSource)
-        let clock = SystemMonotonicClock()
-        let started = clock.now()
+        let stopwatch = Stopwatch()
         let result: Result<Resolution, ResolutionError>
         do {
             result = .success(try await cache.resolve(hostName, families: recordType.families))
         } catch let error as ResolutionError {
             result = .failure(error)
         }
-        let durationMs = Double(clock.now().nanoseconds - started.nanoseconds) / 1_000_000
+        let durationMs = Double(stopwatch.elapsedNanoseconds) / 1_000_000
         await caresSource?.shutdown()
 
         switch result {

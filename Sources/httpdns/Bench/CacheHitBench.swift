@@ -44,18 +44,33 @@ struct CacheHitBench: AsyncParsableCommand {
         for host in hosts { baseline.withLock { $0[host.value] = [IPv4Address(0xC000_0201)] } }
         let keys = hosts.map(\.value)
 
-        func measure(parallel: Int, _ body: @escaping @Sendable (Int) async throws -> Int) async throws -> Double {
-            var samples: [Double] = []
-            for _ in 0..<rounds {
-                let stopwatch = Stopwatch()
-                let found = try await withThrowingTaskGroup(of: Int.self) { group in
-                    for task in 0..<parallel { group.addTask { try await body(task) } }
-                    return try await group.reduce(0, +)
-                }
-                precondition(found == parallel * lookups, "a lookup missed")
-                samples.append(Double(stopwatch.elapsedNanoseconds) / Double(parallel * lookups))
+        /// ns per lookup (wall time over all tasks) of `body` run by `parallel` tasks at once.
+        func timeOnce(parallel: Int, _ body: @escaping @Sendable (Int) async throws -> Int) async throws -> Double {
+            let stopwatch = Stopwatch()
+            let found = try await withThrowingTaskGroup(of: Int.self) { group in
+                for task in 0..<parallel { group.addTask { try await body(task) } }
+                return try await group.reduce(0, +)
             }
-            return samples.median
+            precondition(found == parallel * lookups, "a lookup missed")
+            return Double(stopwatch.elapsedNanoseconds) / Double(parallel * lookups)
+        }
+
+        /// Medians for the baseline and the cache, their rounds interleaved so drift in the machine's speed
+        /// (other load, frequency changes) affects both alike. One unmeasured round of each warms up first.
+        func compare(
+            parallel: Int,
+            baseline: @escaping @Sendable (Int) async throws -> Int,
+            candidate: @escaping @Sendable (Int) async throws -> Int
+        ) async throws -> (baseline: Double, candidate: Double) {
+            _ = try await timeOnce(parallel: parallel, baseline)
+            _ = try await timeOnce(parallel: parallel, candidate)
+            var baselineSamples: [Double] = []
+            var candidateSamples: [Double] = []
+            for _ in 0..<rounds {
+                baselineSamples.append(try await timeOnce(parallel: parallel, baseline))
+                candidateSamples.append(try await timeOnce(parallel: parallel, candidate))
+            }
+            return (baselineSamples.median, candidateSamples.median)
         }
 
         let lookups = self.lookups
@@ -79,10 +94,8 @@ struct CacheHitBench: AsyncParsableCommand {
             return found
         }
 
-        let dictionarySingle = try await measure(parallel: 1, dictionaryBody)
-        let cacheSingle = try await measure(parallel: 1, cacheBody)
-        let dictionaryParallel = try await measure(parallel: tasks, dictionaryBody)
-        let cacheParallel = try await measure(parallel: tasks, cacheBody)
+        let (dictionarySingle, cacheSingle) = try await compare(parallel: 1, baseline: dictionaryBody, candidate: cacheBody)
+        let (dictionaryParallel, cacheParallel) = try await compare(parallel: tasks, baseline: dictionaryBody, candidate: cacheBody)
         precondition(cache.stats.misses == names, "the measured lookups must all be hits")
 
         if json {
@@ -102,7 +115,7 @@ struct CacheHitBench: AsyncParsableCommand {
                 ])),
             ]).text)
         } else {
-            print("cache hit, \(names) names, median of \(rounds) rounds of \(lookups) lookups per task")
+            print("cache hit, \(names) names, median of \(rounds) interleaved rounds of \(lookups) lookups per task")
             print("  1 task:   bare Mutex<Dictionary> \(formatted(dictionarySingle)) ns, ResolverCache \(formatted(cacheSingle)) ns, ratio \(formatted(cacheSingle / dictionarySingle))x")
             print("  \(tasks) tasks:  bare Mutex<Dictionary> \(formatted(dictionaryParallel)) ns, ResolverCache \(formatted(cacheParallel)) ns, ratio \(formatted(cacheParallel / dictionaryParallel))x  (wall ns per lookup, all tasks together)")
             print("  target: ratio at most 2.00x")

@@ -1,13 +1,11 @@
-import HTTPDNSCore
-
-/// Wall time on the monotonic clock.
+/// Wall time on `ContinuousClock`.
 struct Stopwatch {
-    private let clock = SystemMonotonicClock()
-    private let start: MonotonicInstant
+    private let start = ContinuousClock.now
 
-    init() { start = clock.now() }
-
-    var elapsedNanoseconds: UInt64 { clock.now().nanoseconds - start.nanoseconds }
+    var elapsedNanoseconds: UInt64 {
+        let elapsed = start.duration(to: .now).components
+        return UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000)
+    }
     var elapsedSeconds: Double { Double(elapsedNanoseconds) / 1e9 }
 }
 
