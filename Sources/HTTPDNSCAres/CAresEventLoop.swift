@@ -38,6 +38,8 @@ final class CAresEventLoop: @unchecked Sendable {
     private struct Inbox {
         enum Phase { case running, stopping, stopped }
         var lookups: [LookupRequest] = []
+        /// The eventfd has been written since the thread last took the lookups.
+        var wakePending = false
         var phase = Phase.running
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
@@ -109,23 +111,40 @@ final class CAresEventLoop: @unchecked Sendable {
 
     /// Looks up `name` (fully qualified) on the event thread.
     /// - Returns: the addresses, or the c-ares status of a failed lookup.
+    /// - Throws: `CancellationError` when the task is cancelled first (the query itself runs to its end).
     func getAddressInfo(_ name: String, families: AddressFamilies) async throws -> Result<CAresAddresses, CAresStatus> {
-        let request = LookupRequest(name: name, family: families == .ipv4 ? AF_INET : families == .ipv6 ? AF_INET6 : AF_UNSPEC)
+        let request = LookupRequest(name: name, families: families)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                guard request.install(continuation) else { return }
-                let accepted = inbox.withLock { inbox in
-                    guard inbox.phase == .running else { return false }
-                    inbox.lookups.append(request)
-                    wake()
-                    return true
-                }
-                if !accepted {
-                    request.complete(.failure(CAresStatus(ARES_EDESTRUCTION)))
+                submit(request) { result in
+                    if case .failure(let status) = result, status == .cancelledByCaller {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        continuation.resume(returning: result)
+                    }
                 }
             }
         } onCancel: {
             request.cancel()
+        }
+    }
+
+    /// Queues `request` for the event thread; `completion` runs exactly once, on that thread (or on the
+    /// caller's, when the loop has stopped or the request was cancelled before it was queued).
+    func submit(_ request: LookupRequest, completion: @escaping @Sendable (Result<CAresAddresses, CAresStatus>) -> Void) {
+        guard request.install(completion) else { return }
+        let accepted = inbox.withLock { inbox in
+            guard inbox.phase == .running else { return false }
+            inbox.lookups.append(request)
+            // One wake-up per batch: the thread takes every queued lookup each time round.
+            if !inbox.wakePending {
+                inbox.wakePending = true
+                wake()
+            }
+            return true
+        }
+        if !accepted {
+            request.complete(.failure(CAresStatus(ARES_EDESTRUCTION)))
         }
     }
 
@@ -179,7 +198,10 @@ final class CAresEventLoop: @unchecked Sendable {
         var pollSet: [pollfd] = []
         while true {
             let (lookups, stopping) = inbox.withLock { inbox in
-                defer { inbox.lookups.removeAll(keepingCapacity: true) }
+                defer {
+                    inbox.lookups.removeAll(keepingCapacity: true)
+                    inbox.wakePending = false
+                }
                 return (inbox.lookups, inbox.phase != .running)
             }
             for request in lookups { start(request) }
@@ -283,69 +305,74 @@ final class CAresEventLoop: @unchecked Sendable {
     }
 }
 
-/// One lookup waiting for its c-ares callback. The continuation is resumed exactly once: by the callback, by
-/// cancellation, or by shutdown, whichever comes first.
+/// One lookup waiting for its c-ares callback. Its completion runs exactly once: with the callback's result, on
+/// cancellation, or on shutdown, whichever comes first.
 final class LookupRequest: Sendable {
+    typealias Completion = @Sendable (Result<CAresAddresses, CAresStatus>) -> Void
+
     let name: String
     let family: Int32
 
     private enum Phase {
         case new
-        case waiting(CheckedContinuation<Result<CAresAddresses, CAresStatus>, any Error>)
+        case waiting(Completion)
         case cancelledEarly
         case finished
     }
 
     private let phase = Mutex(Phase.new)
 
-    init(name: String, family: Int32) {
+    init(name: String, families: AddressFamilies) {
         self.name = name
-        self.family = family
+        self.family = families == .ipv4 ? AF_INET : families == .ipv6 ? AF_INET6 : AF_UNSPEC
     }
 
     var isFinished: Bool {
         phase.withLock { if case .finished = $0 { true } else { false } }
     }
 
-    /// Stores the continuation; returns false (after resuming it) when the task was cancelled already.
-    func install(_ continuation: CheckedContinuation<Result<CAresAddresses, CAresStatus>, any Error>) -> Bool {
+    /// Stores the completion; returns false (after calling it with ``CAresStatus/cancelledByCaller``) when the
+    /// request was cancelled already.
+    func install(_ completion: @escaping Completion) -> Bool {
         let cancelled = phase.withLock { phase in
             if case .cancelledEarly = phase {
                 phase = .finished
                 return true
             }
-            phase = .waiting(continuation)
+            phase = .waiting(completion)
             return false
         }
-        if cancelled { continuation.resume(throwing: CancellationError()) }
+        if cancelled { completion(.failure(.cancelledByCaller)) }
         return !cancelled
     }
 
     func complete(_ result: Result<CAresAddresses, CAresStatus>) {
-        take()?.resume(returning: result)
+        take()?(result)
     }
 
+    /// Completes the request with ``CAresStatus/cancelledByCaller`` unless it has completed already. c-ares 1.18
+    /// cannot cancel one query, so the query runs to its end and its answer is dropped.
     func cancel() {
-        let continuation = phase.withLock { phase -> CheckedContinuation<Result<CAresAddresses, CAresStatus>, any Error>? in
+        let completion = phase.withLock { phase -> Completion? in
             switch phase {
             case .new:
                 phase = .cancelledEarly
                 return nil
-            case .waiting(let continuation):
+            case .waiting(let completion):
                 phase = .finished
-                return continuation
+                return completion
             case .cancelledEarly, .finished:
                 return nil
             }
         }
-        continuation?.resume(throwing: CancellationError())
+        completion?(.failure(.cancelledByCaller))
     }
 
-    private func take() -> CheckedContinuation<Result<CAresAddresses, CAresStatus>, any Error>? {
+    private func take() -> Completion? {
         phase.withLock { phase in
-            guard case .waiting(let continuation) = phase else { return nil }
+            guard case .waiting(let completion) = phase else { return nil }
             phase = .finished
-            return continuation
+            return completion
         }
     }
 }

@@ -67,14 +67,33 @@ public final class CAresSource: ResolutionSource {
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         precondition(!families.isEmpty, "query needs at least one address family")
         let outcome = try await loop.getAddressInfo(host.fullyQualified, families: families)
+        return try answer(outcome, host: host, families: families).get()
+    }
+
+    /// Starts the lookup without a task: the completion runs on the c-ares thread, so a cache filling itself
+    /// from here costs no task creation or extra hop per query.
+    public func startQuery(
+        _ host: HostName,
+        families: AddressFamilies,
+        completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
+    ) {
+        precondition(!families.isEmpty, "query needs at least one address family")
+        loop.submit(LookupRequest(name: host.fullyQualified, families: families)) { [self] outcome in
+            completion(answer(outcome, host: host, families: families))
+        }
+    }
+
+    private func answer(_ outcome: Result<CAresAddresses, CAresStatus>, host: HostName, families: AddressFamilies) -> Result<SourceAnswer, ResolutionError> {
         switch outcome {
         case .success(let addresses):
-            return Self.answer(addresses, families: families)
+            return .success(Self.answer(addresses, families: families))
         case .failure(let status):
             if let negative = CAresStatus.negativeAnswer(status) {
-                return .negative(negative, families: families)
+                return .success(.negative(negative, families: families))
             }
-            throw CAresStatus.error(status, host: host, families: families, servers: serversDescription, transport: configuration.transport)
+            return .failure(
+                CAresStatus.error(status, host: host, families: families, servers: serversDescription, transport: configuration.transport)
+            )
         }
     }
 

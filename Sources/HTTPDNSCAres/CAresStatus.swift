@@ -7,6 +7,10 @@ struct CAresStatus: Error, Sendable, Hashable {
 
     init(_ code: Int32) { self.code = code }
 
+    /// The caller cancelled before c-ares answered. c-ares itself never reports `ARES_ECANCELLED` here: the
+    /// library never calls `ares_cancel`.
+    static let cancelledByCaller = CAresStatus(ARES_ECANCELLED)
+
     /// The negative answer this status stands for, if it is one.
     static func negativeAnswer(_ status: CAresStatus) -> NegativeAnswer? {
         switch status.code {
@@ -42,7 +46,7 @@ struct CAresStatus: Error, Sendable, Hashable {
             return ResolutionError(.malformedAnswer, "the server could not parse the query (FORMERR) \(asking)")
         case ARES_EBADNAME:
             return ResolutionError(.badName, "c-ares rejected the name \(asking)")
-        case ARES_EDESTRUCTION, ARES_ECANCELLED:
+        case ARES_EDESTRUCTION:
             return ResolutionError(.shutdown, "the c-ares resolver was shut down while \(asking)")
         default:
             return ResolutionError(.internalError, "c-ares failed (\(String(cString: ares_strerror(status.code)))) \(asking)")

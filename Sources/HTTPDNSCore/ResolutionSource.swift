@@ -12,10 +12,36 @@ public protocol ResolutionSource: Sendable {
     /// Negative answers (NXDOMAIN, no data) are returned in the ``SourceAnswer``; failures to get an answer
     /// (timeouts, refusals, garbage) are thrown as ``ResolutionError``.
     func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer
+
+    /// Starts the same query and calls `completion` exactly once, on any thread, when it ends.
+    ///
+    /// ``ResolverCache`` fills itself through this. The default runs ``query(_:families:)`` in a new task; a
+    /// source with a callback-driven core (c-ares) implements it directly and saves a task per query.
+    func startQuery(
+        _ host: HostName,
+        families: AddressFamilies,
+        completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
+    )
 }
 
 extension ResolutionSource {
     public var upstreamDescription: String { name }
+
+    public func startQuery(
+        _ host: HostName,
+        families: AddressFamilies,
+        completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
+    ) {
+        Task {
+            do {
+                completion(.success(try await query(host, families: families)))
+            } catch let error as ResolutionError {
+                completion(.failure(error))
+            } catch {
+                completion(.failure(ResolutionError(.internalError, "\(name) failed: \(error)")))
+            }
+        }
+    }
 }
 
 /// What a source learnt about one name: an answer for each family asked.

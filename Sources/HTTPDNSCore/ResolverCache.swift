@@ -221,18 +221,11 @@ public final class ResolverCache: Sendable {
         return try outcome.get()
     }
 
-    /// Starts the upstream query for `key`, whose flight is already registered.
+    /// Starts the upstream query for `key`, whose flight is already registered. The query is not tied to any
+    /// caller's task: one caller's cancellation must not fail the others.
     private func launch(_ key: FlightKey) {
-        Task {
-            let started = ContinuousClock.now
-            let result: Result<SourceAnswer, ResolutionError>
-            do {
-                result = .success(try await source.query(key.host, families: key.families))
-            } catch let error as ResolutionError {
-                result = .failure(error)
-            } catch {
-                result = .failure(ResolutionError(.internalError, "\(source.name) failed: \(error)"))
-            }
+        let started = ContinuousClock.now
+        source.startQuery(key.host, families: key.families) { [self] result in
             complete(key, with: result, now: clock.now(), duration: started.duration(to: .now))
         }
     }
