@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Every benchmark in docs/PERFORMANCE.md, release build, each a ratio against a baseline from the same run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build -c release --product httpdns >/dev/null
+.build/release/httpdns bench cache
+.build/release/httpdns bench memory
+scripts/bench-cold.sh "${1:-50000}" "${2:-64}"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages swift-httpdns builds, tests and benchmarks with, if any is missing.
+#   libc-ares-dev, pkg-config   build: the c-ares C library the CAres module wraps
+#   dnsmasq-base                tests: a real DNS server the integration tests start on 127.0.0.x
+#   unbound, dnsperf, bind9-dnsutils   benchmarks: the local resolver, the load generator, dig
+set -euo pipefail
+packages=(libc-ares-dev pkg-config dnsmasq-base unbound dnsperf bind9-dnsutils)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
