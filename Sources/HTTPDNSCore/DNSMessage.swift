@@ -1,0 +1,247 @@
+/// The parts of a DNS message (RFC 1035 §4) that an HTTPDNS service reads and writes: the header, the
+/// question, and A/AAAA answers. Parsing is strict about structure and bounds and says what was wrong.
+public struct DNSMessage: Sendable, Hashable {
+    /// Response codes (RFC 1035 §4.1.1, RFC 6895).
+    public struct ResponseCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue & 0x0F }
+
+        public static let noError = ResponseCode(rawValue: 0)
+        public static let formatError = ResponseCode(rawValue: 1)
+        public static let serverFailure = ResponseCode(rawValue: 2)
+        public static let nameError = ResponseCode(rawValue: 3)
+        public static let notImplemented = ResponseCode(rawValue: 4)
+        public static let refused = ResponseCode(rawValue: 5)
+
+        public var description: String {
+            switch rawValue {
+            case 0: "NOERROR"
+            case 1: "FORMERR"
+            case 2: "SERVFAIL"
+            case 3: "NXDOMAIN"
+            case 4: "NOTIMP"
+            case 5: "REFUSED"
+            default: "RCODE\(rawValue)"
+            }
+        }
+    }
+
+    /// One entry of the question section.
+    public struct Question: Sendable, Hashable {
+        /// The name asked, as it was written (letters' case kept, no trailing dot); not validated as a host name.
+        public var name: String
+        public var type: UInt16
+        public var recordClass: UInt16
+
+        public init(name: String, type: UInt16, recordClass: UInt16 = 1) {
+            self.name = name
+            self.type = type
+            self.recordClass = recordClass
+        }
+    }
+
+    /// One answer record: A or AAAA, owned by the question's name.
+    public struct Answer: Sendable, Hashable {
+        public var address: IPAddress
+        public var ttlSeconds: UInt32
+
+        public init(address: IPAddress, ttlSeconds: UInt32) {
+            self.address = address
+            self.ttlSeconds = ttlSeconds
+        }
+    }
+
+    public var id: UInt16
+    /// QR: a response rather than a query.
+    public var isResponse: Bool
+    public var opcode: UInt8
+    /// RD, copied from query to response.
+    public var recursionDesired: Bool
+    /// RA.
+    public var recursionAvailable: Bool
+    public var responseCode: ResponseCode
+    public var questions: [Question]
+    public var answers: [Answer]
+
+    public init(
+        id: UInt16,
+        isResponse: Bool = false,
+        opcode: UInt8 = 0,
+        recursionDesired: Bool = true,
+        recursionAvailable: Bool = false,
+        responseCode: ResponseCode = .noError,
+        questions: [Question],
+        answers: [Answer] = []
+    ) {
+        self.id = id
+        self.isResponse = isResponse
+        self.opcode = opcode
+        self.recursionDesired = recursionDesired
+        self.recursionAvailable = recursionAvailable
+        self.responseCode = responseCode
+        self.questions = questions
+        self.answers = answers
+    }
+}
+
+/// A DNS message that could not be parsed, and why.
+public struct DNSMessageError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "malformed DNS message: \(reason)" }
+}
+
+extension DNSMessage {
+    /// Parses a query: the header and the question section. Answer, authority and additional sections are
+    /// skipped record by record (so an EDNS OPT record is accepted), but must be well formed.
+    public init(parsingQuery bytes: some Collection<UInt8>) throws(DNSMessageError) {
+        var reader = Reader(Array(bytes))
+        let id = try reader.u16("the header")
+        let flags = try reader.u16("the header")
+        let questionCount = try reader.u16("the header")
+        let answerCount = try reader.u16("the header")
+        let authorityCount = try reader.u16("the header")
+        let additionalCount = try reader.u16("the header")
+        var questions: [Question] = []
+        for index in 0..<Int(questionCount) {
+            let name = try reader.name("question \(index + 1)")
+            let type = try reader.u16("question \(index + 1)")
+            let recordClass = try reader.u16("question \(index + 1)")
+            questions.append(Question(name: name, type: type, recordClass: recordClass))
+        }
+        for index in 0..<(Int(answerCount) + Int(authorityCount) + Int(additionalCount)) {
+            try reader.skipRecord("record \(index + 1) after the question")
+        }
+        guard reader.isAtEnd else {
+            throw DNSMessageError(reason: "\(reader.remaining) bytes follow the last record")
+        }
+        self.init(
+            id: id,
+            isResponse: flags & 0x8000 != 0,
+            opcode: UInt8((flags >> 11) & 0x0F),
+            recursionDesired: flags & 0x0100 != 0,
+            recursionAvailable: flags & 0x0080 != 0,
+            responseCode: ResponseCode(rawValue: UInt8(flags & 0x0F)),
+            questions: questions
+        )
+    }
+
+    /// The message in wire format. Answers are written for the first question's name (a compression pointer
+    /// to it), as A or AAAA by their address family.
+    public func encoded() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        func u16(_ value: UInt16) { bytes.append(UInt8(value >> 8)); bytes.append(UInt8(value & 0xFF)) }
+        func u32(_ value: UInt32) { u16(UInt16(value >> 16)); u16(UInt16(value & 0xFFFF)) }
+        var flags: UInt16 = 0
+        if isResponse { flags |= 0x8000 }
+        flags |= UInt16(opcode & 0x0F) << 11
+        if recursionDesired { flags |= 0x0100 }
+        if recursionAvailable { flags |= 0x0080 }
+        flags |= UInt16(responseCode.rawValue)
+        u16(id)
+        u16(flags)
+        u16(UInt16(questions.count))
+        u16(questions.isEmpty ? 0 : UInt16(answers.count))
+        u16(0)
+        u16(0)
+        for question in questions {
+            for label in question.name.split(separator: ".", omittingEmptySubsequences: true) {
+                let utf8 = Array(label.utf8.prefix(63))
+                bytes.append(UInt8(utf8.count))
+                bytes.append(contentsOf: utf8)
+            }
+            bytes.append(0)
+            u16(question.type)
+            u16(question.recordClass)
+        }
+        guard !questions.isEmpty else { return bytes }
+        for answer in answers {
+            u16(0xC00C)  // the first question's name, which starts right after the 12-byte header
+            switch answer.address {
+            case .v4(let address):
+                u16(1)
+                u16(1)
+                u32(answer.ttlSeconds)
+                u16(4)
+                u32(address.value)
+            case .v6(let address):
+                u16(28)
+                u16(1)
+                u32(answer.ttlSeconds)
+                u16(16)
+                u32(UInt32(address.high >> 32))
+                u32(UInt32(address.high & 0xFFFF_FFFF))
+                u32(UInt32(address.low >> 32))
+                u32(UInt32(address.low & 0xFFFF_FFFF))
+            }
+        }
+        return bytes
+    }
+}
+
+/// Bounds-checked reading of a DNS message.
+private struct Reader {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+    var remaining: Int { bytes.count - offset }
+
+    mutating func u8(_ part: String) throws(DNSMessageError) -> UInt8 {
+        guard offset < bytes.count else { throw DNSMessageError(reason: "the message ends inside \(part)") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func u16(_ part: String) throws(DNSMessageError) -> UInt16 {
+        UInt16(try u8(part)) << 8 | UInt16(try u8(part))
+    }
+
+    mutating func skip(_ count: Int, _ part: String) throws(DNSMessageError) {
+        guard count <= remaining else { throw DNSMessageError(reason: "the message ends inside \(part)") }
+        offset += count
+    }
+
+    /// Reads a name, following compression pointers (RFC 1035 §4.1.4) that point backwards only.
+    mutating func name(_ part: String) throws(DNSMessageError) -> String {
+        var labels: [String] = []
+        var cursor = offset
+        var jumped = false
+        var length = 0
+        while true {
+            guard cursor < bytes.count else { throw DNSMessageError(reason: "the message ends inside the name of \(part)") }
+            let byte = bytes[cursor]
+            switch byte & 0xC0 {
+            case 0x00:
+                if byte == 0 {
+                    if !jumped { offset = cursor + 1 }
+                    return labels.joined(separator: ".")
+                }
+                let end = cursor + 1 + Int(byte)
+                guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part) runs past the end of the message") }
+                length += Int(byte) + 1
+                guard length <= 255 else { throw DNSMessageError(reason: "the name of \(part) is longer than 255 bytes") }
+                labels.append(String(decoding: bytes[(cursor + 1)..<end], as: UTF8.self))
+                cursor = end
+            case 0xC0:
+                guard cursor + 1 < bytes.count else { throw DNSMessageError(reason: "a compression pointer of \(part) is cut off") }
+                let target = Int(byte & 0x3F) << 8 | Int(bytes[cursor + 1])
+                guard target < cursor else { throw DNSMessageError(reason: "a compression pointer of \(part) does not point backwards") }
+                if !jumped { offset = cursor + 2 }
+                jumped = true
+                cursor = target
+            default:
+                throw DNSMessageError(reason: "the name of \(part) uses a reserved label type (0x\(String(byte, radix: 16)))")
+            }
+        }
+    }
+
+    mutating func skipRecord(_ part: String) throws(DNSMessageError) {
+        _ = try name(part)
+        try skip(8, part)  // type, class, TTL
+        let dataLength = try u16(part)
+        try skip(Int(dataLength), part)
+    }
+}
