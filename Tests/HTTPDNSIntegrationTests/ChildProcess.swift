@@ -111,3 +111,155 @@ final class ChildProcess: Sendable {
         return nil
     }
 }
+
+extension ChildProcess {
+    /// How a process run by ``run(executable:arguments:timeoutMs:)`` ended.
+    enum Termination: Equatable, Sendable, CustomStringConvertible {
+        case exited(Int32)
+        case signaled(Int32)
+
+        var description: String {
+            switch self {
+            case .exited(let code): "exit code \(code)"
+            case .signaled(let signal): "killed by signal \(signal)"
+            }
+        }
+    }
+
+    /// What a process run to completion printed, and how it ended.
+    struct Completion: Sendable, CustomStringConvertible {
+        let status: Termination
+        let stdout: String
+        let stderr: String
+        /// The process outlived the timeout and was killed with SIGKILL.
+        let timedOut: Bool
+
+        var description: String {
+            "\(status)\(timedOut ? " (timed out)" : "")\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
+        }
+    }
+
+    /// Runs `executable` with stdin from /dev/null, reads its stdout and stderr to the end (polling both pipes, so a
+    /// process filling one pipe while we wait on the other cannot deadlock), and reaps it. A process still running
+    /// after `timeoutMs` is killed with SIGKILL, so a hanging process fails the test instead of hanging it.
+    ///
+    /// Runs on a thread of its own: the blocking reads and `waitpid` never hold a Swift concurrency thread.
+    static func run(executable: String, arguments: [String], timeoutMs: Int = 30_000) async throws -> Completion {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result {
+                    try runBlocking(executable: executable, arguments: arguments, timeoutMs: timeoutMs)
+                })
+            }
+        }
+    }
+
+    /// A one-way channel whose both ends are close-on-exec from the start: a child spawned by a parallel test between
+    /// `pipe()` and `fcntl()` would otherwise inherit the write end and keep it open, and the reader would never see
+    /// end-of-file. Swift's Glibc module does not import `pipe2`, so this is a socket pair made with `SOCK_CLOEXEC`.
+    private static func makeCloseOnExecPipe() throws -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw SpawnError(description: "socketpair failed: \(String(cString: strerror(errno)))")
+        }
+        shutdown(fds[0], Int32(SHUT_WR))
+        shutdown(fds[1], Int32(SHUT_RD))
+        return (fds[0], fds[1])
+    }
+
+    private static func monotonicMilliseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec * 1000 + now.tv_nsec / 1_000_000
+    }
+
+    private static func runBlocking(executable: String, arguments: [String], timeoutMs: Int) throws -> Completion {
+        let out = try makeCloseOnExecPipe()
+        let err: (read: Int32, write: Int32)
+        do {
+            err = try makeCloseOnExecPipe()
+        } catch {
+            close(out.read)
+            close(out.write)
+            throw error
+        }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGPIPE)
+        sigaddset(&defaults, SIGINT)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        close(out.write)
+        close(err.write)
+        guard spawned == 0 else {
+            close(out.read)
+            close(err.read)
+            throw SpawnError(description: "could not start \(executable): \(String(cString: strerror(spawned)))")
+        }
+
+        // Index 0 is stdout, 1 is stderr; a descriptor becomes -1 (ignored by poll) once it reaches end-of-file.
+        var descriptors = [
+            pollfd(fd: out.read, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: err.read, events: Int16(POLLIN), revents: 0),
+        ]
+        var captured: [[UInt8]] = [[], []]
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var deadline = monotonicMilliseconds() + timeoutMs
+        var timedOut = false
+        while descriptors.contains(where: { $0.fd >= 0 }) {
+            let remaining = deadline - monotonicMilliseconds()
+            if remaining <= 0 {
+                if timedOut { break }  // Killed, yet a pipe stays open (a grandchild holds it): stop reading.
+                timedOut = true
+                kill(pid, SIGKILL)
+                deadline = monotonicMilliseconds() + 2_000
+                continue
+            }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(remaining))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready >= 0 else { break }
+            for index in descriptors.indices where descriptors[index].fd >= 0 && descriptors[index].revents != 0 {
+                let count = read(descriptors[index].fd, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 {
+                    close(descriptors[index].fd)
+                    descriptors[index].fd = -1
+                } else {
+                    captured[index] += buffer[0..<count]
+                }
+            }
+        }
+        for descriptor in descriptors where descriptor.fd >= 0 { close(descriptor.fd) }
+
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS / WTERMSIG are C macros Swift does not import.
+        let termination: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
+        return Completion(
+            status: termination,
+            stdout: String(decoding: captured[0], as: UTF8.self),
+            stderr: String(decoding: captured[1], as: UTF8.self),
+            timedOut: timedOut
+        )
+    }
+}
