@@ -88,6 +88,9 @@ extension CAresSourceTests {
             }
         }
 
+        /// This test compares the whole process's descriptors and threads before and after, so tests running
+        /// in parallel in other suites can disturb it: `scripts/test.sh` runs it in a process of its own.
+        ///
         /// Descriptors are compared by number *and* target (`socket:[inode]`), so a number the source closed
         /// and something else reopened does not pass. Threads are compared by ID rather than by count: the
         /// Dispatch workers behind Swift concurrency start and retire on their own (a worker idle for a few
