@@ -173,12 +173,27 @@ final class CAresEventLoop: @unchecked Sendable {
         joined.withLock { joined in
             guard !joined else { return }
             pthread_join(thread, nil)
-            close(wakeFD)
             joined = true
         }
     }
 
-    /// Wakes the thread. Called with `inbox` locked: the eventfd is closed only after the phase is `.stopped`.
+    /// Asks the thread to stop and detaches it, without waiting: for a source dropped without `shutdown()`,
+    /// so its thread, sockets and eventfd still go.
+    func stopDetached() {
+        joined.withLock { joined in
+            guard !joined else { return }
+            inbox.withLock { inbox in
+                guard inbox.phase == .running else { return }
+                inbox.phase = .stopping
+                wake()
+            }
+            pthread_detach(thread)
+            joined = true
+        }
+    }
+
+    /// Wakes the thread. Called with `inbox` locked: the thread closes the eventfd only after it has set the
+    /// phase to `.stopped` under that lock.
     private func wake() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
@@ -194,7 +209,13 @@ final class CAresEventLoop: @unchecked Sendable {
         }
     }
 
+    /// The kernel's ID of the event thread, once it runs: for tests that check the thread is gone.
+    let threadID = Mutex<pid_t?>(nil)
+
     private func run() {
+        // Named, so it can be told apart in `top -H`, /proc and debuggers.
+        httpdns_name_current_thread("httpdns-cares")
+        threadID.withLock { $0 = httpdns_current_thread_id() }
         var pollSet: [pollfd] = []
         while true {
             let (lookups, stopping) = inbox.withLock { inbox in
@@ -252,6 +273,9 @@ final class CAresEventLoop: @unchecked Sendable {
             }
             return (inbox.lookups, inbox.stopWaiters)
         }
+        // Nobody writes the eventfd once the phase is `.stopped`: `wake()` is only called under the lock
+        // before that.
+        close(wakeFD)
         for request in late { request.complete(.failure(CAresStatus(ARES_EDESTRUCTION))) }
         for waiter in waiters { waiter.resume() }
     }

@@ -48,7 +48,7 @@ public final class CAresSource: ResolutionSource {
     public var name: String { configuration.name }
     public var upstreamDescription: String { "\(configuration.name) via \(serversDescription)" }
 
-    private let loop: CAresEventLoop
+    let loop: CAresEventLoop
     private let serversDescription: String
 
     /// Starts the channel and its thread.
@@ -100,6 +100,11 @@ public final class CAresSource: ResolutionSource {
     /// Ends the event thread; lookups still in flight fail with ``ResolutionError/Code/shutdown``. Idempotent.
     public func shutdown() async {
         await loop.shutdown()
+    }
+
+    // A source dropped without shutdown() still stops its thread and closes its sockets, just without waiting.
+    deinit {
+        loop.stopDetached()
     }
 
     private static func answer(_ result: CAresAddresses, families: AddressFamilies) -> SourceAnswer {

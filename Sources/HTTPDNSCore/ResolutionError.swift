@@ -35,6 +35,12 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
         /// A failure inside the library or the system (out of memory, a C library error).
         public static let internalError = Code(.internalError)
 
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = [
+            .nameNotFound, .noAddress, .timeout, .refused, .serverFailure, .serverUnreachable,
+            .malformedAnswer, .badName, .tooManyPendingQueries, .shutdown, .internalError,
+        ]
+
         /// The code as a short camel-case word: `nameNotFound`, `timeout`, …
         public var description: String { base.rawValue }
 

@@ -22,7 +22,7 @@ public final class ResolverCache: Sendable {
 
     private let clock: any MonotonicClock
     private let logger: Logger
-    private let metrics = ResolverMetrics()
+    private let metrics: ResolverMetrics
     private let state: Mutex<State>
 
     /// Makes a cache in front of `source`.
@@ -43,6 +43,7 @@ public final class ResolverCache: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
+        self.metrics = ResolverMetrics(sourceName: source.name)
         self.state = Mutex(State(sourceName: source.name, upstreamDescription: source.upstreamDescription))
     }
 
@@ -94,12 +95,18 @@ public final class ResolverCache: Sendable {
         }
     }
 
-    /// Resolves every host in `hosts` (for example at start-up, so the first requests hit the cache).
-    /// - Returns: the hosts that failed, with their errors.
+    /// Resolves every host in `hosts` (for example at start-up, so the first requests hit the cache), at most
+    /// `concurrency` at a time so a long list stays within ``Configuration/maxPendingQueries``.
+    /// - Returns: the hosts that failed, with their errors. Negative answers are answers, not failures.
     @discardableResult
-    public func preResolve(_ hosts: [HostName], families: AddressFamilies = .all) async -> [HostName: ResolutionError] {
-        await withTaskGroup(of: (HostName, ResolutionError?).self) { group in
-            for host in hosts {
+    public func preResolve(
+        _ hosts: [HostName],
+        families: AddressFamilies = .all,
+        concurrency: Int = 64
+    ) async -> [HostName: ResolutionError] {
+        precondition(concurrency > 0, "concurrency must be positive")
+        return await withTaskGroup(of: (HostName, ResolutionError?).self) { group in
+            func resolveOne(_ host: HostName) {
                 group.addTask {
                     do {
                         _ = try await self.resolve(host, families: families)
@@ -111,9 +118,18 @@ public final class ResolverCache: Sendable {
                     }
                 }
             }
+            var next = 0
+            while next < hosts.count, next < concurrency {
+                resolveOne(hosts[next])
+                next += 1
+            }
             var failures: [HostName: ResolutionError] = [:]
             for await (host, error) in group {
                 if let error { failures[host] = error }
+                if next < hosts.count {
+                    resolveOne(hosts[next])
+                    next += 1
+                }
             }
             return failures
         }
@@ -266,7 +282,7 @@ public final class ResolverCache: Sendable {
             }
             return (waiters, delivered, evicted, state.storage.count)
         }
-        metrics.recordUpstream(source: source.name, outcome: outcomeName, duration: duration)
+        metrics.recordUpstream(outcome: outcomeName, duration: duration)
         if evicted > 0 { metrics.evictions.increment(by: evicted) }
         metrics.entries.record(entries)
         if case .failure(let error) = result {

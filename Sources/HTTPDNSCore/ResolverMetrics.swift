@@ -10,8 +10,12 @@ struct ResolverMetrics: Sendable {
     let coalesced: Counter
     let rejected: Counter
     let entries: Gauge
+    /// One counter per outcome of the source's queries, made up front: the outcomes are a fixed set, and the
+    /// completion of a query may run on a thread (c-ares's) where no task-local metrics factory applies.
+    private let resolutions: [String: Counter]
+    private let duration: Metrics.Timer
 
-    init() {
+    init(sourceName: String) {
         func lookups(_ result: String) -> Counter {
             Counter(label: "httpdns_cache_lookups_total", dimensions: [("result", result)])
         }
@@ -23,12 +27,22 @@ struct ResolverMetrics: Sendable {
         coalesced = Counter(label: "httpdns_coalesced_lookups_total")
         rejected = Counter(label: "httpdns_cache_rejected_lookups_total", dimensions: [("reason", "too_many_pending")])
         entries = Gauge(label: "httpdns_cache_entries")
+        let outcomes = ["success"] + ResolutionError.Code.all.map(\.description)
+        resolutions = Dictionary(
+            uniqueKeysWithValues: outcomes.map { outcome in
+                (outcome, Counter(label: "httpdns_resolutions_total", dimensions: [("source", sourceName), ("outcome", outcome)]))
+            }
+        )
+        duration = Metrics.Timer(
+            label: "httpdns_resolution_duration_seconds",
+            dimensions: [("source", sourceName)],
+            preferredDisplayUnit: .seconds
+        )
     }
 
-    /// Counts one upstream query; the dimensions are the source's configured name and a bounded outcome.
-    func recordUpstream(source: String, outcome: String, duration: Duration) {
-        Counter(label: "httpdns_resolutions_total", dimensions: [("source", source), ("outcome", outcome)]).increment()
-        Metrics.Timer(label: "httpdns_resolution_duration_seconds", dimensions: [("source", source)], preferredDisplayUnit: .seconds)
-            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    /// Counts and times one upstream query of the cache's source.
+    func recordUpstream(outcome: String, duration elapsed: Duration) {
+        resolutions[outcome]?.increment()
+        duration.recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
     }
 }

@@ -63,7 +63,14 @@ struct ResolveCommand: AsyncParsableCommand {
         var caresSource: CAresSource?
         switch source {
         case .cares:
-            let cares = try CAresSource(configuration: dns.caresConfiguration(servers: servers))
+            let cares: CAresSource
+            do {
+                cares = try CAresSource(configuration: dns.caresConfiguration(servers: servers))
+            } catch {
+                // c-ares could not start: an unreadable or invalid resolver configuration.
+                Output.diagnostic("httpdns: \(error)")
+                throw ExitCode(ExitStatus.usage)
+            }
             caresSource = cares
             resolutionSource = cares
         case .system:
@@ -121,7 +128,7 @@ struct ResolveCommand: AsyncParsableCommand {
         var lines: [String] = []
         for address in resolution.ipv4 { lines.append("\(resolution.host)\tA\t\(address)") }
         for address in resolution.ipv6 { lines.append("\(resolution.host)\tAAAA\t\(address)") }
-        if resolution.ipv4.isEmpty && resolution.ipv6.isEmpty { lines.append("\(resolution.host)\t(no address of the other family)") }
+        if resolution.ipv4.isEmpty && resolution.ipv6.isEmpty { lines.append("\(resolution.host)\t(no addresses)") }
         let flags = (resolution.cached ? " cached" : "") + (resolution.stale ? " stale" : "")
         lines.append("ttl \(resolution.ttlSeconds)s, source \(resolution.source)\(flags), \(String(format3: durationMs)) ms")
         return lines.joined(separator: "\n")

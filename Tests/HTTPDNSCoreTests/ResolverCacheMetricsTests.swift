@@ -5,8 +5,7 @@ import Testing
 
 /// The swift-metrics the cache reports. Each test binds its own `TestMetrics` with `withMetricsFactory`, a
 /// task-local override (swift-metrics 2.13), so nothing is bootstrapped globally and the tests stay parallel:
-/// the cache makes its metrics in `init` and per upstream query in a task started from the caller's, which
-/// inherits the binding.
+/// the cache makes all its metric objects in `init`, inside the binding.
 @Suite(.timeLimit(.minutes(1))) struct ResolverCacheMetricsTests {
     private func lookups(_ metrics: TestMetrics, _ result: String) -> Int64 {
         metrics.counterTotal(label: "httpdns_cache_lookups_total", dimensions: [("result", result)])

@@ -86,6 +86,18 @@ import Testing
         #expect(f.cache.stats.entries == 3)
     }
 
+    /// A list longer than the pending-query bound still resolves completely: preResolve keeps at most
+    /// `concurrency` lookups going, so none is refused with tooManyPendingQueries.
+    @Test func preResolveOfALongListStaysWithinThePendingBound() async throws {
+        let f = CacheFixture { $0.maxPendingQueries = 4 }
+        let names = (0..<50).map { "n\($0).example" }
+        for name in names { f.source.script(name, ipv4: ["192.0.2.1"], ttl: 600) }
+        let failures = await f.cache.preResolve(names.map(host), concurrency: 4)
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(f.cache.stats.entries == 50)
+        #expect(f.cache.stats.rejectedLookups == 0)
+    }
+
     @Test func preResolveUsesTheFamiliesGiven() async throws {
         let f = CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
