@@ -22,6 +22,10 @@ extension ResolverCache {
         /// How long past its expiry an entry may still be served stale (RFC 8767 suggests 1 to 3 days). 0 turns
         /// serve-stale off. Default 86,400 s (1 day).
         public var maxStaleSeconds: UInt32 = 86_400
+        /// How long a caller waits for the refresh of an expired entry before it is answered from that entry
+        /// (RFC 8767 §5's client response timer, which recommends 1.8 s). The refresh goes on and fills the
+        /// cache. 0 waits for the refresh to end, however long it takes. Default 1,800 ms.
+        public var staleAnswerClientTimeoutMs: Int = 1800
         /// After a refresh fails, stale answers are served without asking upstream again for this long
         /// (RFC 8767's failure recheck timer). Default 30 s.
         public var staleRefreshRetrySeconds: UInt32 = 30

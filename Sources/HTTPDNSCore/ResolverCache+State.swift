@@ -250,6 +250,35 @@ extension ResolverCache {
             }
         }
 
+        /// Whether an expired entry could answer `key` stale while its refresh is in flight.
+        mutating func canServeStale(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Bool {
+            guard let slot = storage.slot(of: key.host) else { return false }
+            return storage.modify(at: slot) { entry in
+                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, configuration)
+                return complete && ipv4 != .gone && ipv6 != .gone
+            }
+        }
+
+        /// When a waiter's client response timer fires: takes it out of its flight and gives it the stale
+        /// answer, if it is still waiting and the entry can still answer.
+        mutating func answerWaiterStale(
+            _ key: FlightKey,
+            waiterID: UInt64,
+            now: MonotonicInstant,
+            configuration: Configuration
+        ) -> (CheckedContinuation<Result<Resolution, ResolutionError>, any Error>, Resolution)? {
+            guard flights[key]?.waiters[waiterID] != nil, canServeStale(key, now: now, configuration: configuration),
+                let slot = storage.slot(of: key.host)
+            else { return nil }
+            let (sourceName, upstream) = (sourceName, upstreamDescription)
+            let resolution = storage.modify(at: slot) { entry in
+                Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+            }
+            let continuation = flights[key]!.waiters.removeValue(forKey: waiterID)!
+            stats.staleHits += 1
+            return (continuation, resolution)
+        }
+
         /// After a failed refresh: the stale answer, if every family asked has a record within the staleness limit.
         mutating func staleAfterFailure(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>? {
             guard let slot = storage.slot(of: key.host) else { return nil }

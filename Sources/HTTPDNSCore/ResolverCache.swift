@@ -168,6 +168,8 @@ public final class ResolverCache: Sendable {
             return state.nextWaiterID
         }
         var launchFlight = false
+        var armStaleTimer = false
+        var staleTimer: Task<Void, Never>?
         var lateOutcome: CacheOutcome?
         let outcome: Result<Resolution, ResolutionError> = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -180,17 +182,21 @@ public final class ResolverCache: Sendable {
                         return .answered(outcome)
                     }
                     if Task.isCancelled { return .cancelled }
+                    let join: JoinOutcome
                     if state.flights[key] != nil {
                         state.flights[key]!.waiters[waiterID] = continuation
                         state.stats.coalescedLookups += 1
-                        return .joined
-                    }
-                    guard state.flights.count < configuration.maxPendingQueries else {
+                        join = .joined
+                    } else if state.flights.count < configuration.maxPendingQueries {
+                        state.flights[key] = Flight(waiters: [waiterID: continuation])
+                        join = .started
+                    } else {
                         state.stats.rejectedLookups += 1
                         return .rejected(state.flights.count)
                     }
-                    state.flights[key] = Flight(waiters: [waiterID: continuation])
-                    return .started
+                    armStaleTimer = configuration.staleAnswerClientTimeoutMs > 0
+                        && state.canServeStale(key, now: now, configuration: configuration)
+                    return join
                 }
                 switch join {
                 case .answered(let outcome):
@@ -215,6 +221,7 @@ public final class ResolverCache: Sendable {
                     )
                 }
                 if launchFlight { launch(key) }
+                if armStaleTimer { staleTimer = startStaleTimer(key, waiterID: waiterID) }
             }
         } onCancel: {
             let continuation = state.withLock { state in
@@ -223,6 +230,7 @@ public final class ResolverCache: Sendable {
             continuation?.resume(throwing: CancellationError())
         }
 
+        staleTimer?.cancel()
         if let lateOutcome, let resolution = try deliver(lateOutcome, host: key.host, families: key.families) {
             return resolution
         }
@@ -235,6 +243,21 @@ public final class ResolverCache: Sendable {
             metrics.misses.increment()
         }
         return try outcome.get()
+    }
+
+    /// RFC 8767's client response timer: if the refresh of an expired entry has not answered this waiter in
+    /// ``Configuration/staleAnswerClientTimeoutMs``, answer it stale; the refresh goes on for the cache.
+    private func startStaleTimer(_ key: FlightKey, waiterID: UInt64) -> Task<Void, Never> {
+        let timeout = Duration.milliseconds(configuration.staleAnswerClientTimeoutMs)
+        return Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            let taken = state.withLock { state in
+                state.answerWaiterStale(key, waiterID: waiterID, now: clock.now(), configuration: configuration)
+            }
+            if let (continuation, resolution) = taken {
+                continuation.resume(returning: .success(resolution))
+            }
+        }
     }
 
     /// Starts the upstream query for `key`, whose flight is already registered. The query is not tied to any

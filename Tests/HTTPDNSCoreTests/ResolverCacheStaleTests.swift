@@ -16,6 +16,52 @@ import Testing
 
     // MARK: Serve-stale
 
+    /// RFC 8767's client response timer: a refresh that takes too long does not hold the caller, who gets the
+    /// stale answer; the refresh goes on and, once answered, fills the cache.
+    @Test func aSlowRefreshAnswersTheCallerStaleAndStillFillsTheCache() async throws {
+        let f = CacheFixture {
+            $0.staleAnswerTTLSeconds = 7
+            $0.refreshAheadFraction = 0
+            $0.staleAnswerClientTimeoutMs = 20
+        }
+        f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
+        _ = try await f.cache.resolve(name, families: .ipv4)
+        f.clock.advance(seconds: 61)
+        f.source.hold("www.example")
+        f.source.script("www.example", ipv4: ["192.0.2.2"], ttl: 60)
+
+        // The refresh is held until released below, so only the timer can answer this.
+        let stale = try await f.cache.resolve(name, families: .ipv4)
+        #expect(stale.stale)
+        #expect(stale.ttlSeconds == 7)
+        #expect(stale.ipv4 == [v4("192.0.2.1")])
+        #expect(f.cache.stats.pendingQueries == 1)
+        #expect(f.cache.stats.staleHits == 1)
+
+        f.source.release("www.example")
+        await waitUntil { f.cache.stats.pendingQueries == 0 }
+        let fresh = try await f.cache.resolve(name, families: .ipv4)
+        #expect(!fresh.stale)
+        #expect(fresh.ipv4 == [v4("192.0.2.2")])
+        #expect(f.source.queryCount("www.example") == 2)
+    }
+
+    /// Without an expired entry to fall back on, a caller waits for the upstream however long it takes.
+    @Test func theTimerNeverAnswersACallerWithNothingStale() async throws {
+        let f = CacheFixture { $0.staleAnswerClientTimeoutMs = 1 }
+        f.source.hold("www.example")
+        f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
+        let caller = Task { try await f.cache.resolve(name, families: .ipv4) }
+        await f.source.waitForQueries("www.example")
+        // Well past the timer; the caller must still be waiting for the held query.
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(f.cache.stats.staleHits == 0)
+        f.source.release("www.example")
+        let answer = try await caller.value
+        #expect(!answer.stale)
+        #expect(answer.ipv4 == [v4("192.0.2.1")])
+    }
+
     @Test func failedRefreshServesStaleThenRetriesThenGivesUp() async throws {
         let f = staleFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
