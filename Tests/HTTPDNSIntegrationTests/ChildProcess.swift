@@ -24,31 +24,8 @@ final class ChildProcess: Sendable {
         // Not inherited by other children spawned meanwhile, which would keep the pipe open past our child's exit.
         _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGPIPE)
-        sigaddset(&defaults, SIGINT)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        let status = Self.spawn(&child, executable, arguments, stdout: nil, stderr: pipeFDs[1])
         close(pipeFDs[1])
         guard status == 0 else {
             close(pipeFDs[0])
@@ -99,6 +76,39 @@ final class ChildProcess: Sendable {
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         // The drain thread reads until EOF, which the exit just caused; it must not race a reused fd number.
         if !draining.withLock({ $0 }) { close(stderrFD) }
+    }
+
+    /// `posix_spawn` with stdin from /dev/null, stdout to `stdout` (or /dev/null), stderr to `stderr`, an empty
+    /// signal mask and default handling of SIGTERM, SIGPIPE and SIGINT. Returns posix_spawn's status.
+    private static func spawn(_ pid: inout pid_t, _ executable: String, _ arguments: [String], stdout: Int32?, stderr: Int32) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdout {
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGPIPE)
+        sigaddset(&defaults, SIGINT)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
     }
 
     /// Finds `name` in PATH, /usr/sbin or /sbin.
@@ -184,31 +194,8 @@ extension ChildProcess {
             throw error
         }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
-        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGTERM)
-        sigaddset(&defaults, SIGPIPE)
-        sigaddset(&defaults, SIGINT)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let spawned = Self.spawn(&pid, executable, arguments, stdout: out.write, stderr: err.write)
         close(out.write)
         close(err.write)
         guard spawned == 0 else {
