@@ -4,9 +4,9 @@ import Logging
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The addresses one `ares_getaddrinfo` call returned, with the smallest TTL per family.
@@ -63,11 +63,16 @@ final class CAresEventLoop: @unchecked Sendable {
             throw error
         }
         let retained = Unmanaged.passRetained(self)
-        let created = pthread_create(&thread, nil, { argument in
-            let loop = Unmanaged<CAresEventLoop>.fromOpaque(argument!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, retained.toOpaque())
+        let created = pthread_create(
+            &thread,
+            nil,
+            { argument in
+                let loop = Unmanaged<CAresEventLoop>.fromOpaque(argument!).takeRetainedValue()
+                loop.run()
+                return nil
+            },
+            retained.toOpaque()
+        )
         guard created == 0 else {
             retained.release()
             ares_destroy(channel)
@@ -235,9 +240,10 @@ final class CAresEventLoop: @unchecked Sendable {
                 pollSet.append(pollfd(fd: socket, events: Int16(events), revents: 0))
             }
             var timeout = timeval()
-            let waitMs: Int32 = ares_timeout(channel, nil, &timeout).map { next in
-                Int32(clamping: next.pointee.tv_sec * 1000 + (next.pointee.tv_usec + 999) / 1000)
-            } ?? -1
+            let waitMs: Int32 =
+                ares_timeout(channel, nil, &timeout).map { next in
+                    Int32(clamping: next.pointee.tv_sec * 1000 + (next.pointee.tv_usec + 999) / 1000)
+                } ?? -1
             let ready = poll(&pollSet, nfds_t(pollSet.count), waitMs)
             if ready < 0 {
                 if errno != EINTR {
@@ -287,15 +293,22 @@ final class CAresEventLoop: @unchecked Sendable {
         // Keep the order the server gave; c-ares's RFC 6724 sort opens a socket per address.
         hints.ai_flags = ARES_AI_NOSORT
         let argument = Unmanaged.passRetained(request).toOpaque()
-        ares_getaddrinfo(channel, request.name, nil, &hints, { argument, status, _, result in
-            let request = Unmanaged<LookupRequest>.fromOpaque(argument!).takeRetainedValue()
-            defer { if let result { ares_freeaddrinfo(result) } }
-            if status == ARES_SUCCESS, let result {
-                request.complete(.success(CAresEventLoop.addresses(in: result.pointee)))
-            } else {
-                request.complete(.failure(CAresStatus(status)))
-            }
-        }, argument)
+        ares_getaddrinfo(
+            channel,
+            request.name,
+            nil,
+            &hints,
+            { argument, status, _, result in
+                let request = Unmanaged<LookupRequest>.fromOpaque(argument!).takeRetainedValue()
+                defer { if let result { ares_freeaddrinfo(result) } }
+                if status == ARES_SUCCESS, let result {
+                    request.complete(.success(CAresEventLoop.addresses(in: result.pointee)))
+                } else {
+                    request.complete(.failure(CAresStatus(status)))
+                }
+            },
+            argument
+        )
     }
 
     private static func addresses(in result: ares_addrinfo) -> CAresAddresses {
@@ -312,7 +325,9 @@ final class CAresEventLoop: @unchecked Sendable {
             if let address = current.pointee.ai_addr {
                 switch current.pointee.ai_family {
                 case AF_INET:
-                    let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { IPv4Address(UInt32(bigEndian: $0.pointee.sin_addr.s_addr)) }
+                    let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        IPv4Address(UInt32(bigEndian: $0.pointee.sin_addr.s_addr))
+                    }
                     addresses.ipv4.append(ipv4)
                     addresses.ipv4TTL = min(addresses.ipv4TTL, ttl)
                 case AF_INET6:

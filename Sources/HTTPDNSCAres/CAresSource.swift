@@ -58,7 +58,8 @@ public final class CAresSource: ResolutionSource {
         precondition(configuration.timeoutMs > 0, "timeoutMs must be positive")
         precondition(configuration.tries > 0, "tries must be positive")
         self.configuration = configuration
-        self.serversDescription = configuration.servers.isEmpty
+        self.serversDescription =
+            configuration.servers.isEmpty
             ? "the system resolvers (/etc/resolv.conf)"
             : configuration.servers.map(\.description).joined(separator: ", ")
         self.loop = try CAresEventLoop(configuration: configuration, logger: logger)
@@ -83,7 +84,9 @@ public final class CAresSource: ResolutionSource {
         }
     }
 
-    private func answer(_ outcome: Result<CAresAddresses, CAresStatus>, host: HostName, families: AddressFamilies) -> Result<SourceAnswer, ResolutionError> {
+    private func answer(_ outcome: Result<CAresAddresses, CAresStatus>, host: HostName, families: AddressFamilies) -> Result<
+        SourceAnswer, ResolutionError
+    > {
         switch outcome {
         case .success(let addresses):
             return .success(Self.answer(addresses, families: families))

@@ -160,7 +160,9 @@ extension ResolverCache {
                 guard complete else { return true }
                 if ipv4 == .stale || ipv6 == .stale { return true }
                 if ipv4 == .staleAfterRecentFailure || ipv6 == .staleAfterRecentFailure {
-                    outcome = .stale(Self.staleResolution(host, families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration))
+                    outcome = .stale(
+                        Self.staleResolution(host, families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+                    )
                     return true
                 }
                 refreshDue = ipv4 == .refreshDue || ipv6 == .refreshDue
@@ -226,7 +228,9 @@ extension ResolverCache {
 
         /// The answer for the waiters of a flight that just stored its answer; nil if the source left out a
         /// family it was asked for.
-        mutating func resolutionAfterUpstream(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>? {
+        mutating func resolutionAfterUpstream(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<
+            Resolution, ResolutionError
+        >? {
             guard let slot = storage.slot(of: key.host) else { return nil }
             let (sourceName, upstream) = (sourceName, upstreamDescription)
             return storage.modify(at: slot) { entry in
@@ -280,7 +284,8 @@ extension ResolverCache {
         }
 
         /// After a failed refresh: the stale answer, if every family asked has a record within the staleness limit.
-        mutating func staleAfterFailure(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>? {
+        mutating func staleAfterFailure(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>?
+        {
             guard let slot = storage.slot(of: key.host) else { return nil }
             let (sourceName, upstream) = (sourceName, upstreamDescription)
             return storage.modify(at: slot) { entry in
@@ -296,8 +301,12 @@ extension ResolverCache {
                     anyExpired = true
                 }
                 // A failed refresh-ahead of still-fresh records changes nothing for their callers.
-                guard anyExpired else { return Self.assemble(key.host, key.families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) }
-                return .success(Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration))
+                guard anyExpired else {
+                    return Self.assemble(key.host, key.families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream)
+                }
+                return .success(
+                    Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+                )
             }
         }
 
@@ -316,7 +325,16 @@ extension ResolverCache {
             case .success(let assembled):
                 resolution = assembled
             case .failure:
-                resolution = Resolution(host: host, ipv4: [], ipv6: [], ttlSeconds: 0, originTTLSeconds: 0, source: sourceName, cached: true, stale: true)
+                resolution = Resolution(
+                    host: host,
+                    ipv4: [],
+                    ipv6: [],
+                    ttlSeconds: 0,
+                    originTTLSeconds: 0,
+                    source: sourceName,
+                    cached: true,
+                    stale: true
+                )
             }
             resolution.ttlSeconds = configuration.staleAnswerTTLSeconds
             resolution.stale = true
@@ -361,7 +379,11 @@ extension ResolverCache {
                 case .noData:
                     let families = families == .all ? "A or AAAA" : families.description
                     return .failure(
-                        ResolutionError(.noAddress, "\(host) exists but has no \(families) address (NOERROR, no data from \(upstream))", ttlSeconds: ttl)
+                        ResolutionError(
+                            .noAddress,
+                            "\(host) exists but has no \(families) address (NOERROR, no data from \(upstream))",
+                            ttlSeconds: ttl
+                        )
                     )
                 }
             }

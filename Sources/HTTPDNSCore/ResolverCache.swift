@@ -194,7 +194,8 @@ public final class ResolverCache: Sendable {
                         state.stats.rejectedLookups += 1
                         return .rejected(state.flights.count)
                     }
-                    armStaleTimer = configuration.staleAnswerClientTimeoutMs > 0
+                    armStaleTimer =
+                        configuration.staleAnswerClientTimeoutMs > 0
                         && state.canServeStale(key, now: now, configuration: configuration)
                     return join
                 }
@@ -288,7 +289,8 @@ public final class ResolverCache: Sendable {
             switch result {
             case .success(let answer):
                 state.store(answer, for: key.host, now: now, configuration: configuration)
-                delivered = state.resolutionAfterUpstream(key, now: now, configuration: configuration)
+                delivered =
+                    state.resolutionAfterUpstream(key, now: now, configuration: configuration)
                     ?? .failure(ResolutionError(.malformedAnswer, "\(source.name) did not answer every family asked for \(key.host)"))
                 // Evict only once the answer is assembled: with maxEntries = 1, the entry just stored may itself
                 // be the least recently used.

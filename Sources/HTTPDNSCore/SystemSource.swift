@@ -1,11 +1,11 @@
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Resolves names through the operating system's `getaddrinfo(3)`: `/etc/hosts`, `/etc/nsswitch.conf` and the
@@ -58,7 +58,9 @@ public struct SystemSource: ResolutionSource {
             case Self.eaiNoData, Self.eaiAddressFamily:
                 return .success(.negative(.noData, families: families))
             case EAI_AGAIN:
-                return .failure(ResolutionError(.timeout, "the system resolver gave a temporary failure (timeout or SERVFAIL) for \(families) of \(host)"))
+                return .failure(
+                    ResolutionError(.timeout, "the system resolver gave a temporary failure (timeout or SERVFAIL) for \(families) of \(host)")
+                )
             case EAI_FAIL:
                 return .failure(ResolutionError(.serverFailure, "the system resolver failed permanently for \(families) of \(host)"))
             default:

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `httpdns`: resolve names without trusting the local network's DNS.

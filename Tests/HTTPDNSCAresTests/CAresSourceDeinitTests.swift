@@ -1,9 +1,10 @@
-@testable import HTTPDNSCAres
 import HTTPDNSCore
 import Testing
 
+@testable import HTTPDNSCAres
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite(.timeLimit(.minutes(1))) struct CAresSourceDeinitTests {

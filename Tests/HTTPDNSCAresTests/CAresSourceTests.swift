@@ -79,9 +79,15 @@ struct CAresSourceTests {
             let answer = try await Self.withSource([server.address]) { source in
                 try await source.query(HostName("two.test"), families: .ipv4)
             }
-            #expect(answer == SourceAnswer(ipv4: .addresses(
-                [Self.v4("192.0.2.10"), Self.v4("192.0.2.11"), Self.v4("192.0.2.12")], ttlSeconds: 60
-            )))
+            #expect(
+                answer
+                    == SourceAnswer(
+                        ipv4: .addresses(
+                            [Self.v4("192.0.2.10"), Self.v4("192.0.2.11"), Self.v4("192.0.2.12")],
+                            ttlSeconds: 60
+                        )
+                    )
+            )
             #expect(server.activity.queries == [.init(transport: .udp, name: "two.test", type: 1)])
         }
     }
@@ -113,10 +119,13 @@ struct CAresSourceTests {
             let answer = try await Self.withSource([server.address]) { source in
                 try await source.query(HostName("both.test"), families: .all)
             }
-            #expect(answer == SourceAnswer(
-                ipv4: .addresses([Self.v4("192.0.2.20")], ttlSeconds: 45),
-                ipv6: .addresses([Self.v6("2001:db8::20"), Self.v6("2001:db8::21")], ttlSeconds: 700)
-            ))
+            #expect(
+                answer
+                    == SourceAnswer(
+                        ipv4: .addresses([Self.v4("192.0.2.20")], ttlSeconds: 45),
+                        ipv6: .addresses([Self.v6("2001:db8::20"), Self.v6("2001:db8::21")], ttlSeconds: 700)
+                    )
+            )
             #expect(Set(server.activity.queries.map(\.type)) == [1, 28])
             #expect(server.activity.tcpQueries == 0)
         }
@@ -130,10 +139,13 @@ struct CAresSourceTests {
             let answer = try await Self.withSource([server.address]) { source in
                 try await source.query(HostName("v4only.test"), families: .all)
             }
-            #expect(answer == SourceAnswer(
-                ipv4: .addresses([Self.v4("192.0.2.30")], ttlSeconds: 90),
-                ipv6: .negative(.noData, ttlSeconds: nil)
-            ))
+            #expect(
+                answer
+                    == SourceAnswer(
+                        ipv4: .addresses([Self.v4("192.0.2.30")], ttlSeconds: 90),
+                        ipv6: .negative(.noData, ttlSeconds: nil)
+                    )
+            )
         }
     }
 
@@ -152,10 +164,13 @@ struct CAresSourceTests {
             let answer = try await Self.withSource([server.address]) { source in
                 try await source.query(HostName("alias.test"), families: .all)
             }
-            #expect(answer == SourceAnswer(
-                ipv4: .addresses([Self.v4("192.0.2.40")], ttlSeconds: ttls.ipv4),
-                ipv6: .addresses([Self.v6("2001:db8::40")], ttlSeconds: ttls.ipv6)
-            ))
+            #expect(
+                answer
+                    == SourceAnswer(
+                        ipv4: .addresses([Self.v4("192.0.2.40")], ttlSeconds: ttls.ipv4),
+                        ipv6: .addresses([Self.v6("2001:db8::40")], ttlSeconds: ttls.ipv6)
+                    )
+            )
         }
     }
 
@@ -267,7 +282,11 @@ struct CAresSourceTests {
 
     static let mismatches: [FaultyDNSServer.Behavior] = [.mismatchedID(thenAnswer: false), .mismatchedQuestion(thenAnswer: false)]
 
-    @Test("An answer with another ID or question is dropped, so the lookup times out", arguments: mismatches, [CAresSource.Configuration.Transport.udp, .tcp])
+    @Test(
+        "An answer with another ID or question is dropped, so the lookup times out",
+        arguments: mismatches,
+        [CAresSource.Configuration.Transport.udp, .tcp]
+    )
     func mismatchedAnswerAlone(behavior: FaultyDNSServer.Behavior, transport: CAresSource.Configuration.Transport) async throws {
         let (error, _, activity) = try await Self.failure(families: .all, when: behavior, transport: transport)
         #expect(error?.code == .timeout)
@@ -276,7 +295,11 @@ struct CAresSourceTests {
 
     static let mismatchesThenAnswers: [FaultyDNSServer.Behavior] = [.mismatchedID(thenAnswer: true), .mismatchedQuestion(thenAnswer: true)]
 
-    @Test("An answer with another ID or question is skipped for the right one that follows", arguments: mismatchesThenAnswers, [CAresSource.Configuration.Transport.udp, .tcp])
+    @Test(
+        "An answer with another ID or question is skipped for the right one that follows",
+        arguments: mismatchesThenAnswers,
+        [CAresSource.Configuration.Transport.udp, .tcp]
+    )
     func mismatchedAnswerThenRightOne(behavior: FaultyDNSServer.Behavior, transport: CAresSource.Configuration.Transport) async throws {
         var configuration = FaultyDNSServer.Configuration()
         configuration.behavior = behavior
@@ -307,7 +330,10 @@ struct CAresSourceTests {
         #expect(error?.message.contains("127.0.0.1:\(server.port)") == true)
     }
 
-    @Test("With several servers, a REFUSED or SERVFAIL answer moves on to the next server", arguments: [FaultyDNSServer.Behavior.refused, .serverFailure])
+    @Test(
+        "With several servers, a REFUSED or SERVFAIL answer moves on to the next server",
+        arguments: [FaultyDNSServer.Behavior.refused, .serverFailure]
+    )
     func failoverOnRefusal(behavior: FaultyDNSServer.Behavior) async throws {
         var failing = FaultyDNSServer.Configuration()
         failing.behavior = behavior
@@ -372,7 +398,7 @@ struct CAresSourceTests {
         var configuration = FaultyDNSServer.Configuration()
         for index in 0..<count {
             configuration.records["host-\(index).test"] = Records(
-                ipv4: [.init(address: IPv4Address(0xC633_6400 + UInt32(index)), ttl: 100 + UInt32(index))], // 198.51.100.0 onwards
+                ipv4: [.init(address: IPv4Address(0xC633_6400 + UInt32(index)), ttl: 100 + UInt32(index))],  // 198.51.100.0 onwards
                 ipv6: [.init(address: IPv6Address(high: 0x2001_0DB8_0000_0000, low: UInt64(index)), ttl: 1000)]
             )
         }
@@ -390,10 +416,13 @@ struct CAresSourceTests {
             }
             #expect(answers.count == count)
             for index in 0..<count {
-                #expect(answers[index] == SourceAnswer(
-                    ipv4: .addresses([IPv4Address(0xC633_6400 + UInt32(index))], ttlSeconds: 100 + UInt32(index)),
-                    ipv6: .addresses([IPv6Address(high: 0x2001_0DB8_0000_0000, low: UInt64(index))], ttlSeconds: 1000)
-                ))
+                #expect(
+                    answers[index]
+                        == SourceAnswer(
+                            ipv4: .addresses([IPv4Address(0xC633_6400 + UInt32(index))], ttlSeconds: 100 + UInt32(index)),
+                            ipv6: .addresses([IPv6Address(high: 0x2001_0DB8_0000_0000, low: UInt64(index))], ttlSeconds: 1000)
+                        )
+                )
             }
             #expect(Set(server.activity.queries.map(\.name)).count == count)
         }

@@ -91,7 +91,7 @@ enum DNSWire {
         truncated: Bool = false,
         answers: [Record] = []
     ) -> [UInt8] {
-        var flags: UInt16 = 0x8000 | 0x0400 | 0x0080 // QR, AA, RA
+        var flags: UInt16 = 0x8000 | 0x0400 | 0x0080  // QR, AA, RA
         if query.recursionDesired { flags |= 0x0100 }
         if truncated { flags |= 0x0200 }
         flags |= UInt16(code.rawValue)
@@ -103,7 +103,7 @@ enum DNSWire {
         for record in answers {
             bytes += encodeName(record.name)
             append16(record.type.rawValue, to: &bytes)
-            append16(1, to: &bytes) // IN
+            append16(1, to: &bytes)  // IN
             append16(UInt16(truncatingIfNeeded: record.ttl >> 16), to: &bytes)
             append16(UInt16(truncatingIfNeeded: record.ttl), to: &bytes)
             append16(UInt16(record.data.count), to: &bytes)

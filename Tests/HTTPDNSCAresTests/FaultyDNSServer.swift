@@ -2,9 +2,9 @@ import HTTPDNSCore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A DNS server on loopback that answers, or misbehaves, as a test asks.
@@ -60,8 +60,8 @@ final class FaultyDNSServer: Sendable {
         var ipv6: [Entry<IPv6Address>] = []
 
         static let standard = Records(
-            ipv4: [Entry(address: IPv4Address(0xC000_0201), ttl: 300)], // 192.0.2.1
-            ipv6: [Entry(address: IPv6Address(high: 0x2001_0DB8_0000_0000, low: 1), ttl: 300)] // 2001:db8::1
+            ipv4: [Entry(address: IPv4Address(0xC000_0201), ttl: 300)],  // 192.0.2.1
+            ipv6: [Entry(address: IPv6Address(high: 0x2001_0DB8_0000_0000, low: 1), ttl: 300)]  // 2001:db8::1
         )
     }
 
@@ -167,11 +167,16 @@ final class FaultyDNSServer: Sendable {
 
         var handle = pthread_t()
         let retained = Unmanaged.passRetained(self)
-        let created = pthread_create(&handle, nil, { argument in
-            let server = Unmanaged<FaultyDNSServer>.fromOpaque(argument!).takeRetainedValue()
-            server.run()
-            return nil
-        }, retained.toOpaque())
+        let created = pthread_create(
+            &handle,
+            nil,
+            { argument in
+                let server = Unmanaged<FaultyDNSServer>.fromOpaque(argument!).takeRetainedValue()
+                server.run()
+                return nil
+            },
+            retained.toOpaque()
+        )
         guard created == 0 else {
             retained.release()
             for fd in [udp, tcp, pipeFDs[0], pipeFDs[1]] { close(fd) }
@@ -182,7 +187,11 @@ final class FaultyDNSServer: Sendable {
 
     /// Closes every socket and joins the thread; waiters are resumed with what was seen. Idempotent.
     func stop() {
-        guard let handle = thread.withLock({ thread in defer { thread = nil }; return thread }) else { return }
+        guard
+            let handle = thread.withLock({ thread in
+                defer { thread = nil }; return thread
+            })
+        else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
         pthread_join(handle, nil)
@@ -405,7 +414,7 @@ final class FaultyDNSServer: Sendable {
                 bytes[0] = UInt8(query.id >> 8)
                 bytes[1] = UInt8(truncatingIfNeeded: query.id)
             } else if bytes[0] == UInt8(query.id >> 8), bytes[1] == UInt8(truncatingIfNeeded: query.id) {
-                bytes[0] ^= 0xFF // random, but never the query's ID by a 1-in-65,536 fluke
+                bytes[0] ^= 0xFF  // random, but never the query's ID by a 1-in-65,536 fluke
             }
             return [bytes]
         case .truncateOverUDP:

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The open file descriptors and threads of this process, read from `/proc/self`.
@@ -14,7 +14,7 @@ enum ProcessResources {
             guard let fd = Int32(name), fd != directoryFD else { return }
             var target = [CChar](repeating: 0, count: 4096)
             let length = readlink("/proc/self/fd/\(fd)", &target, target.count - 1)
-            guard length >= 0 else { return } // closed since the directory was read
+            guard length >= 0 else { return }  // closed since the directory was read
             descriptors[fd] = String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
         return descriptors

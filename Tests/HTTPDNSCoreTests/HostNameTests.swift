@@ -28,7 +28,8 @@ import Testing
 
     @Test func nameOf253BytesIsAccepted() throws {
         // 63 + 1 + 63 + 1 + 63 + 1 + 61 = 253 bytes.
-        let name = [String](repeating: String(repeating: "a", count: 63), count: 3).joined(separator: ".")
+        let name =
+            [String](repeating: String(repeating: "a", count: 63), count: 3).joined(separator: ".")
             + "." + String(repeating: "b", count: 61)
         #expect(name.utf8.count == 253)
         #expect(try HostName(name).value == name)
@@ -37,7 +38,8 @@ import Testing
     }
 
     @Test func nameOf254BytesIsRejected() {
-        let name = [String](repeating: String(repeating: "a", count: 63), count: 3).joined(separator: ".")
+        let name =
+            [String](repeating: String(repeating: "a", count: 63), count: 3).joined(separator: ".")
             + "." + String(repeating: "b", count: 62)
         #expect(name.utf8.count == 254)
         let error = #expect(throws: HostNameError.self) { try HostName(name) }

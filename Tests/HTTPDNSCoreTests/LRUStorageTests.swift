@@ -1,5 +1,6 @@
-@testable import HTTPDNSCore
 import Testing
+
+@testable import HTTPDNSCore
 
 @Suite struct LRUStorageTests {
     /// The value stored for `key`, without touching it.
@@ -117,7 +118,7 @@ import Testing
     /// Random operations checked against a plain array model of recency order.
     @Test func matchesAReferenceModel() {
         var storage = LRUStorage<Int, Int>()
-        var model: [(key: Int, value: Int)] = [] // newest first
+        var model: [(key: Int, value: Int)] = []  // newest first
         var generator = SplitMix64(seed: 0x5EED)
         for step in 0..<5_000 {
             let key = Int(generator.next() % 32)

@@ -69,7 +69,9 @@ import Testing
     }
 
     @Test func concurrentCallersOfAnExpiredEntryShareTheFailedRefreshAndGetTheStaleAnswer() async throws {
-        let f = CacheFixture { $0.refreshAheadFraction = 0; $0.staleAnswerTTLSeconds = 9 }
+        let f = CacheFixture {
+            $0.refreshAheadFraction = 0; $0.staleAnswerTTLSeconds = 9
+        }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.source.fail("www.example", with: .serverFailure)

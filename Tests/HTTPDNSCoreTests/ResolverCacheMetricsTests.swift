@@ -25,9 +25,9 @@ import Testing
             f.source.script("d.example", ipv4: ["192.0.2.4"], ttl: 60)
             f.source.scriptNegative("nx.example", .nameNotFound)
 
-            _ = try await f.cache.resolve(host("a.example"), families: ipv4)      // miss
-            _ = try await f.cache.resolve(host("a.example"), families: ipv4)      // hit
-            for _ in 0..<2 {                                                      // miss, negative
+            _ = try await f.cache.resolve(host("a.example"), families: ipv4)  // miss
+            _ = try await f.cache.resolve(host("a.example"), families: ipv4)  // hit
+            for _ in 0..<2 {  // miss, negative
                 _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("nx.example"), families: ipv4) }
             }
             #expect(lookups(metrics, "miss") == 2)
@@ -57,14 +57,14 @@ import Testing
                 metrics.counterTotal(label: "httpdns_cache_rejected_lookups_total", dimensions: [("reason", "too_many_pending")]) == 1
             )
             f.source.release("d.example")
-            _ = try await d.value                                                 // miss, evicts nx
+            _ = try await d.value  // miss, evicts nx
             #expect(try metrics.expectCounter("httpdns_cache_evictions_total").totalValue == 2)
 
             // c and d go stale; two callers of d share the failed refresh, c is refreshed on its own.
             f.source.fail("c.example", with: .serverFailure)
             f.source.fail("d.example", with: .serverFailure)
             f.clock.advance(seconds: 60)
-            _ = try await f.cache.resolve(host("c.example"), families: ipv4)      // stale
+            _ = try await f.cache.resolve(host("c.example"), families: ipv4)  // stale
             f.source.hold("d.example")
             try await withThrowingTaskGroup(of: Resolution.self) { group in
                 for _ in 0..<2 { group.addTask { try await f.cache.resolve(host("d.example"), families: ipv4) } }
@@ -73,7 +73,7 @@ import Testing
                 f.source.release("d.example")
                 for try await resolution in group { #expect(resolution.stale) }
             }
-            _ = try await f.cache.resolve(host("d.example"), families: ipv4)      // stale, from the cache
+            _ = try await f.cache.resolve(host("d.example"), families: ipv4)  // stale, from the cache
 
             // Every counter agrees with the stats snapshot.
             let stats = f.cache.stats
@@ -176,7 +176,9 @@ import Testing
         let metrics = TestMetrics()
         let names = ["a.example", "nx.example", "down.example", "held.example", "other.example"]
         try await withMetricsFactory(metrics) {
-            let f = CacheFixture { $0.maxEntries = 1; $0.maxPendingQueries = 1 }
+            let f = CacheFixture {
+                $0.maxEntries = 1; $0.maxPendingQueries = 1
+            }
             f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
             f.source.script("held.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 60)
             f.source.scriptNegative("nx.example", .nameNotFound)
@@ -194,7 +196,8 @@ import Testing
             _ = try await held.value
         }
 
-        let dimensions = metrics.counters.flatMap(\.dimensions)
+        let dimensions =
+            metrics.counters.flatMap(\.dimensions)
             + metrics.recorders.flatMap(\.dimensions)
             + metrics.timers.flatMap(\.dimensions)
             + metrics.meters.flatMap(\.dimensions)

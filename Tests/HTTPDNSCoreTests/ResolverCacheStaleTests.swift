@@ -65,7 +65,7 @@ import Testing
     @Test func failedRefreshServesStaleThenRetriesThenGivesUp() async throws {
         let f = staleFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
-        _ = try await f.cache.resolve(name)                     // t = 0, expires at 60
+        _ = try await f.cache.resolve(name)  // t = 0, expires at 60
         f.source.fail("www.example", with: .serverFailure)
 
         // t = 60: expired; the refresh fails, so the expired answer is served.
@@ -87,7 +87,7 @@ import Testing
         #expect(f.source.queryCount("www.example") == 2)
 
         // Once it has passed, the next lookup asks again (and, failing, is served stale again).
-        f.clock.advance(seconds: 0.5)                            // t = 90
+        f.clock.advance(seconds: 0.5)  // t = 90
         let retried = try await f.cache.resolve(name)
         #expect(retried.stale == true)
         #expect(f.source.queryCount("www.example") == 3)
@@ -95,12 +95,12 @@ import Testing
         #expect(f.source.queryCount("www.example") == 3)
 
         // Up to maxStaleSeconds past expiry (60 + 300 = 360) the stale answer is served...
-        f.clock.advance(seconds: 269.5)                          // t = 359.5
+        f.clock.advance(seconds: 269.5)  // t = 359.5
         #expect(try await f.cache.resolve(name).stale == true)
         #expect(f.source.queryCount("www.example") == 4)
 
         // ...and beyond it the error is thrown.
-        f.clock.advance(seconds: 0.5)                            // t = 360
+        f.clock.advance(seconds: 0.5)  // t = 360
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         #expect(error?.code == .serverFailure)
         #expect(f.source.queryCount("www.example") == 5)
@@ -191,7 +191,7 @@ import Testing
     @Test func hitLateInTheTTLAnswersAtOnceAndRefreshesInTheBackground() async throws {
         let f = refreshFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 100)
-        _ = try await f.cache.resolve(name, families: .ipv4)        // t = 0; refresh from t = 80
+        _ = try await f.cache.resolve(name, families: .ipv4)  // t = 0; refresh from t = 80
 
         // The refresh query will be held, so the lookup can only return at once if it answers from the cache.
         f.source.hold("www.example")

@@ -123,14 +123,14 @@ import Testing
         let ipv4 = AddressFamilies.ipv4
         #expect(f.cache.stats == ResolverStats())
 
-        _ = try await f.cache.resolve(host("a.example"), families: ipv4)          // miss
-        _ = try await f.cache.resolve(host("a.example"), families: ipv4)          // hit
-        _ = try await f.cache.resolve(host("a.example"), families: ipv4)          // hit
-        for _ in 0..<3 {                                                          // miss, negative, negative
+        _ = try await f.cache.resolve(host("a.example"), families: ipv4)  // miss
+        _ = try await f.cache.resolve(host("a.example"), families: ipv4)  // hit
+        _ = try await f.cache.resolve(host("a.example"), families: ipv4)  // hit
+        for _ in 0..<3 {  // miss, negative, negative
             _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("nx.example"), families: ipv4) }
         }
-        _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("nodata.example"), families: ipv4) } // miss
-        _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("down.example"), families: ipv4) }   // miss
+        _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("nodata.example"), families: ipv4) }  // miss
+        _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("down.example"), families: ipv4) }  // miss
         var stats = f.cache.stats
         #expect(stats.hits == 2)
         #expect(stats.negativeHits == 2)
@@ -138,7 +138,7 @@ import Testing
         #expect(stats.entries == 3)
         #expect(stats.evictions == 0)
 
-        _ = try await f.cache.resolve(host("b.example"), families: ipv4)          // miss, evicts a
+        _ = try await f.cache.resolve(host("b.example"), families: ipv4)  // miss, evicts a
         stats = f.cache.stats
         #expect(stats.evictions == 1)
         #expect(stats.entries == 3)
@@ -169,13 +169,15 @@ import Testing
         #expect(stats.rejectedLookups == 0)
         #expect(stats.entries == 3)
         #expect(stats.pendingQueries == 0)
-        #expect(stats.upstreamQueries == [
-            .init(source: "scripted", outcome: "success"): 3,
-            .init(source: "scripted", outcome: "nameNotFound"): 1,
-            .init(source: "scripted", outcome: "noAddress"): 1,
-            .init(source: "scripted", outcome: "timeout"): 1,
-            .init(source: "scripted", outcome: "serverFailure"): 1,
-        ])
+        #expect(
+            stats.upstreamQueries == [
+                .init(source: "scripted", outcome: "success"): 3,
+                .init(source: "scripted", outcome: "nameNotFound"): 1,
+                .init(source: "scripted", outcome: "noAddress"): 1,
+                .init(source: "scripted", outcome: "timeout"): 1,
+                .init(source: "scripted", outcome: "serverFailure"): 1,
+            ]
+        )
         #expect(stats.totalUpstreamQueries == 7)
         #expect(stats.totalUpstreamQueries == f.source.totalQueryCount)
     }

@@ -88,7 +88,9 @@ import Testing
     }
 
     @Test func minTTLClampsSmallTTLs() async throws {
-        let f = CacheFixture { $0.minTTLSeconds = 10; $0.refreshAheadFraction = 0 }
+        let f = CacheFixture {
+            $0.minTTLSeconds = 10; $0.refreshAheadFraction = 0
+        }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 0)
         let first = try await f.cache.resolve(name, families: .ipv4)
         #expect(first.ttlSeconds == 10)
@@ -107,7 +109,9 @@ import Testing
     }
 
     @Test func maxTTLClampsLargeTTLs() async throws {
-        let f = CacheFixture { $0.maxTTLSeconds = 120; $0.refreshAheadFraction = 0 }
+        let f = CacheFixture {
+            $0.maxTTLSeconds = 120; $0.refreshAheadFraction = 0
+        }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 86_400)
         let first = try await f.cache.resolve(name, families: .ipv4)
         #expect(first.ttlSeconds == 120)
@@ -121,7 +125,9 @@ import Testing
     }
 
     @Test func ttlWithinTheClampsIsKept() async throws {
-        let f = CacheFixture { $0.minTTLSeconds = 10; $0.maxTTLSeconds = 120 }
+        let f = CacheFixture {
+            $0.minTTLSeconds = 10; $0.maxTTLSeconds = 120
+        }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 77)
         let answer = try await f.cache.resolve(name, families: .ipv4)
         #expect(answer.ttlSeconds == 77)
@@ -282,7 +288,9 @@ import Testing
     // MARK: Size bound
 
     @Test func leastRecentlyUsedEntryIsEvicted() async throws {
-        let f = CacheFixture { $0.maxEntries = 2; $0.refreshAheadFraction = 0 }
+        let f = CacheFixture {
+            $0.maxEntries = 2; $0.refreshAheadFraction = 0
+        }
         for (index, name) in ["a.example", "b.example", "c.example"].enumerated() {
             f.source.script(name, ipv4: ["192.0.2.\(index + 1)"], ttl: 600)
         }

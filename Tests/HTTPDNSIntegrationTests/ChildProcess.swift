@@ -157,9 +157,11 @@ extension ChildProcess {
     static func run(executable: String, arguments: [String], timeoutMs: Int = 30_000) async throws -> Completion {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result {
-                    try runBlocking(executable: executable, arguments: arguments, timeoutMs: timeoutMs)
-                })
+                continuation.resume(
+                    with: Result {
+                        try runBlocking(executable: executable, arguments: arguments, timeoutMs: timeoutMs)
+                    }
+                )
             }
         }
     }

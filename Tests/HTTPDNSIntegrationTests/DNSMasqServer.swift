@@ -44,19 +44,20 @@ final class DNSMasqServer: Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-dnsmasq-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         queryLog = directory.appendingPathComponent("queries.log")
-        let configuration = [
-            "port=\(port)",
-            "listen-address=\(ip)",
-            "bind-interfaces",
-            "no-resolv",
-            "no-hosts",
-            "no-poll",
-            "user=root",
-            "local=/test/",
-            "log-queries",
-            "log-facility=\(queryLog.path)",
-            "pid-file=",
-        ] + records
+        let configuration =
+            [
+                "port=\(port)",
+                "listen-address=\(ip)",
+                "bind-interfaces",
+                "no-resolv",
+                "no-hosts",
+                "no-poll",
+                "user=root",
+                "local=/test/",
+                "log-queries",
+                "log-facility=\(queryLog.path)",
+                "pid-file=",
+            ] + records
         let configFile = directory.appendingPathComponent("dnsmasq.conf")
         try (configuration.joined(separator: "\n") + "\n").write(to: configFile, atomically: true, encoding: .utf8)
 

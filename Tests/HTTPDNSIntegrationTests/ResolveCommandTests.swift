@@ -290,7 +290,15 @@ struct ResolveCommandTests {
     func unreachableJSON() async throws {
         let port = try Self.unusedPort()
         let run = try await httpdns(
-            "resolve", "dual.test", "--dns", "127.0.0.1:\(port)", "--timeout-ms", "200", "--tries", "1", "--json"
+            "resolve",
+            "dual.test",
+            "--dns",
+            "127.0.0.1:\(port)",
+            "--timeout-ms",
+            "200",
+            "--tries",
+            "1",
+            "--json"
         )
         #expect(run.status == .exited(3), "\(run)")
         let object = try jsonObject(run.stdout)

@@ -5,7 +5,7 @@ import Prometheus
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Cache hits against a bare `Mutex<[String: …]>` lookup, single task and on every core.
@@ -99,25 +99,37 @@ struct CacheHitBench: AsyncParsableCommand {
         precondition(cache.stats.misses == names, "the measured lookups must all be hits")
 
         if json {
-            print(JSON.object([
-                ("benchmark", .string("cache-hit")),
-                ("names", .integer(names)),
-                ("singleTask", .object([
-                    ("dictionaryNsPerLookup", .number(dictionarySingle)),
-                    ("cacheNsPerLookup", .number(cacheSingle)),
-                    ("ratio", .number(cacheSingle / dictionarySingle)),
-                ])),
-                ("parallel", .object([
-                    ("tasks", .integer(tasks)),
-                    ("dictionaryNsPerLookup", .number(dictionaryParallel)),
-                    ("cacheNsPerLookup", .number(cacheParallel)),
-                    ("ratio", .number(cacheParallel / dictionaryParallel)),
-                ])),
-            ]).text)
+            print(
+                JSON.object([
+                    ("benchmark", .string("cache-hit")),
+                    ("names", .integer(names)),
+                    (
+                        "singleTask",
+                        .object([
+                            ("dictionaryNsPerLookup", .number(dictionarySingle)),
+                            ("cacheNsPerLookup", .number(cacheSingle)),
+                            ("ratio", .number(cacheSingle / dictionarySingle)),
+                        ])
+                    ),
+                    (
+                        "parallel",
+                        .object([
+                            ("tasks", .integer(tasks)),
+                            ("dictionaryNsPerLookup", .number(dictionaryParallel)),
+                            ("cacheNsPerLookup", .number(cacheParallel)),
+                            ("ratio", .number(cacheParallel / dictionaryParallel)),
+                        ])
+                    ),
+                ]).text
+            )
         } else {
             print("cache hit, \(names) names, median of \(rounds) interleaved rounds of \(lookups) lookups per task")
-            print("  1 task:   bare Mutex<Dictionary> \(formatted(dictionarySingle)) ns, ResolverCache \(formatted(cacheSingle)) ns, ratio \(formatted(cacheSingle / dictionarySingle))x")
-            print("  \(tasks) tasks:  bare Mutex<Dictionary> \(formatted(dictionaryParallel)) ns, ResolverCache \(formatted(cacheParallel)) ns, ratio \(formatted(cacheParallel / dictionaryParallel))x  (wall ns per lookup, all tasks together)")
+            print(
+                "  1 task:   bare Mutex<Dictionary> \(formatted(dictionarySingle)) ns, ResolverCache \(formatted(cacheSingle)) ns, ratio \(formatted(cacheSingle / dictionarySingle))x"
+            )
+            print(
+                "  \(tasks) tasks:  bare Mutex<Dictionary> \(formatted(dictionaryParallel)) ns, ResolverCache \(formatted(cacheParallel)) ns, ratio \(formatted(cacheParallel / dictionaryParallel))x  (wall ns per lookup, all tasks together)"
+            )
             print("  target: ratio at most 2.00x")
         }
     }
@@ -133,15 +145,22 @@ enum System {
         defer { fclose(file) }
         var size = 0
         var resident = 0
-        guard withUnsafeMutablePointer(to: &size, { sizePointer in
-            withUnsafeMutablePointer(to: &resident) { residentPointer in
-                readTwoNumbers(file, sizePointer, residentPointer)
-            }
-        }) else { return 0 }
+        guard
+            withUnsafeMutablePointer(
+                to: &size,
+                { sizePointer in
+                    withUnsafeMutablePointer(to: &resident) { residentPointer in
+                        readTwoNumbers(file, sizePointer, residentPointer)
+                    }
+                }
+            )
+        else { return 0 }
         return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    private static func readTwoNumbers(_ file: UnsafeMutablePointer<FILE>, _ first: UnsafeMutablePointer<Int>, _ second: UnsafeMutablePointer<Int>) -> Bool {
+    private static func readTwoNumbers(_ file: UnsafeMutablePointer<FILE>, _ first: UnsafeMutablePointer<Int>, _ second: UnsafeMutablePointer<Int>)
+        -> Bool
+    {
         var line = [CChar](repeating: 0, count: 256)
         guard fgets(&line, Int32(line.count), file) != nil else { return false }
         let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: " ")

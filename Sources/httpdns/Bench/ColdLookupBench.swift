@@ -4,7 +4,7 @@ import HTTPDNSCore
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Cold lookups of distinct names: through the cache and c-ares, or through getaddrinfo on a thread pool.
@@ -52,17 +52,21 @@ struct ColdLookupBench: AsyncParsableCommand {
         }
         let rate = Double(hosts.count) / seconds
         if json {
-            print(JSON.object([
-                ("benchmark", .string("cold")),
-                ("resolver", .string(resolver.rawValue)),
-                ("lookups", .integer(hosts.count)),
-                ("failures", .integer(failures)),
-                ("concurrency", .integer(concurrency)),
-                ("seconds", .number(seconds)),
-                ("lookupsPerSecond", .number(rate.rounded())),
-            ]).text)
+            print(
+                JSON.object([
+                    ("benchmark", .string("cold")),
+                    ("resolver", .string(resolver.rawValue)),
+                    ("lookups", .integer(hosts.count)),
+                    ("failures", .integer(failures)),
+                    ("concurrency", .integer(concurrency)),
+                    ("seconds", .number(seconds)),
+                    ("lookupsPerSecond", .number(rate.rounded())),
+                ]).text
+            )
         } else {
-            print("cold lookups via \(resolver.rawValue): \(hosts.count) names, \(concurrency) in flight, \(formatted(seconds, digits: 3)) s, \(formatted(rate, digits: 0)) lookups/s, \(failures) failed")
+            print(
+                "cold lookups via \(resolver.rawValue): \(hosts.count) names, \(concurrency) in flight, \(formatted(seconds, digits: 3)) s, \(formatted(rate, digits: 0)) lookups/s, \(failures) failed"
+            )
         }
     }
 
@@ -162,10 +166,15 @@ private func spawnThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     }
     var thread = pthread_t()
     let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    let status = pthread_create(&thread, nil, { argument in
-        Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-        return nil
-    }, box)
+    let status = pthread_create(
+        &thread,
+        nil,
+        { argument in
+            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
+            return nil
+        },
+        box
+    )
     precondition(status == 0, "pthread_create failed: \(status)")
     return thread
 }

@@ -33,7 +33,9 @@ struct MemoryBench: AsyncParsableCommand {
         // The baseline stays alive beside the cache, so its growth is fresh pages too.
         var dictionary: [String: ([IPv4Address], [IPv6Address])] = [:]
         for index in 0..<names {
-            dictionary["name\(index).memory-bench.example"] = ([IPv4Address(UInt32(index))], [IPv6Address(high: 0x2001_0DB8 << 32, low: UInt64(index))])
+            dictionary["name\(index).memory-bench.example"] = (
+                [IPv4Address(UInt32(index))], [IPv6Address(high: 0x2001_0DB8 << 32, low: UInt64(index))]
+            )
         }
         let afterDictionary = System.residentBytes()
 
@@ -42,18 +44,24 @@ struct MemoryBench: AsyncParsableCommand {
         withExtendedLifetime((cache, dictionary)) {}
         let mib = 1024.0 * 1024.0
         if json {
-            print(JSON.object([
-                ("benchmark", .string("memory")),
-                ("names", .integer(names)),
-                ("cacheGrowthMiB", .number(cacheGrowth / mib)),
-                ("cacheBytesPerName", .number(cacheGrowth / Double(names))),
-                ("dictionaryGrowthMiB", .number(dictionaryGrowth / mib)),
-                ("ratio", .number(cacheGrowth / dictionaryGrowth)),
-            ]).text)
+            print(
+                JSON.object([
+                    ("benchmark", .string("memory")),
+                    ("names", .integer(names)),
+                    ("cacheGrowthMiB", .number(cacheGrowth / mib)),
+                    ("cacheBytesPerName", .number(cacheGrowth / Double(names))),
+                    ("dictionaryGrowthMiB", .number(dictionaryGrowth / mib)),
+                    ("ratio", .number(cacheGrowth / dictionaryGrowth)),
+                ]).text
+            )
         } else {
             print("memory, \(names) names cached with one A and one AAAA address each")
-            print("  ResolverCache: +\(formatted(cacheGrowth / mib)) MiB resident (\(formatted(cacheGrowth / Double(names), digits: 0)) bytes per name)")
-            print("  bare Dictionary<String, ([IPv4Address], [IPv6Address])>: +\(formatted(dictionaryGrowth / mib)) MiB, ratio \(formatted(cacheGrowth / dictionaryGrowth))x")
+            print(
+                "  ResolverCache: +\(formatted(cacheGrowth / mib)) MiB resident (\(formatted(cacheGrowth / Double(names), digits: 0)) bytes per name)"
+            )
+            print(
+                "  bare Dictionary<String, ([IPv4Address], [IPv6Address])>: +\(formatted(dictionaryGrowth / mib)) MiB, ratio \(formatted(cacheGrowth / dictionaryGrowth))x"
+            )
             print("  target: at most 64 MiB for 100,000 names")
         }
     }
