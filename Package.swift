@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "HTTPDNSCore", targets: ["HTTPDNSCore"]),
         .library(name: "HTTPDNSCAres", targets: ["HTTPDNSCAres"]),
+        .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
     dependencies: [
@@ -14,6 +15,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
     ],
     targets: [
         // The C API of libc-ares-dev; imported only by HTTPDNSCAres.
@@ -37,12 +41,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "HTTPDNSServer",
+            dependencies: [
+                "HTTPDNSCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         .executableTarget(
             name: "httpdns",
             dependencies: [
                 "HTTPDNSCore",
                 "HTTPDNSCAres",
+                "HTTPDNSServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -58,6 +76,17 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSCAresTests",
             dependencies: ["HTTPDNSCAres", "HTTPDNSCore"]
+        ),
+        .testTarget(
+            name: "HTTPDNSServerTests",
+            dependencies: [
+                "HTTPDNSServer",
+                "HTTPDNSCore",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "HTTPDNSIntegrationTests",

@@ -1,0 +1,35 @@
+/// base64url (RFC 4648 §5) without padding, as RFC 8484 GET requests carry DNS messages.
+enum Base64URL {
+    /// The decoded bytes, or nil for anything that is not base64url. Padding is tolerated.
+    static func decode(_ text: Substring) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        var sawPadding = false
+        for character in text.utf8 {
+            let value: UInt32
+            switch character {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(character - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(character - UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(character - UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "-"): value = 62
+            case UInt8(ascii: "_"): value = 63
+            case UInt8(ascii: "="):
+                sawPadding = true
+                continue
+            default: return nil
+            }
+            guard !sawPadding else { return nil }
+            buffer = buffer << 6 | value
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        // A lone 6-bit group cannot end a valid encoding.
+        guard bits < 6 else { return nil }
+        return bytes
+    }
+}

@@ -1,0 +1,37 @@
+/// The Prometheus text exposition of the service's metrics, with a `# HELP` line for each of ours.
+///
+/// swift-prometheus's swift-metrics factory registers metrics without help text, and `promtool check metrics`
+/// wants one; the names are ours, so the texts live here, one place for every metric the project reports.
+enum MetricsExposition {
+    static let help: [String: String] = [
+        "http_server_request_duration_seconds": "Time to answer an HTTP request, by route template, method and status.",
+        "httpdns_server_rejected_total": "Requests refused before resolution, by reason.",
+        "httpdns_cache_lookups_total": "Resolver cache lookups by result: hit, stale, miss, negative.",
+        "httpdns_cache_entries": "Names in the resolver cache, stale ones included.",
+        "httpdns_cache_evictions_total": "Names evicted to keep the resolver cache within its bound.",
+        "httpdns_cache_rejected_lookups_total": "Lookups refused because too many upstream queries were pending.",
+        "httpdns_coalesced_lookups_total": "Cache misses that joined an upstream query already in flight.",
+        "httpdns_resolutions_total": "Upstream queries by source and outcome.",
+        "httpdns_resolution_duration_seconds": "Time an upstream query took, by source.",
+    ]
+
+    /// `text` with `# HELP` inserted before each `# TYPE` line of a metric that has help text.
+    static func withHelp(_ text: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.count + help.count * 80)
+        let typePrefix = Array("# TYPE ".utf8)
+        for line in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            if line.starts(with: typePrefix) {
+                let name = String(decoding: line.dropFirst(typePrefix.count).prefix { $0 != UInt8(ascii: " ") }, as: UTF8.self)
+                if let help = help[name] {
+                    output.append(contentsOf: Array("# HELP \(name) \(help)\n".utf8))
+                }
+            }
+            output.append(contentsOf: line)
+            output.append(UInt8(ascii: "\n"))
+        }
+        // split kept the text's final newline as an empty last line; do not double it.
+        if text.last == UInt8(ascii: "\n") { output.removeLast() }
+        return output
+    }
+}

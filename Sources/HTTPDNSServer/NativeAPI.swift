@@ -1,0 +1,129 @@
+import HTTPDNSCore
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The native HTTPDNS API (WIRE-FORMATS.md §1): `/d` for one host, `/resolve` for a batch, with JSON answers.
+struct NativeAPI: Sendable {
+    let resolver: ResolverCache
+    let configuration: HTTPDNSServerConfiguration
+
+    /// `GET /d?host=…[&query=4|6|4,6]`.
+    func single(_ request: Request) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        guard let hostText = parameters["host"], !hostText.isEmpty else { throw ServiceError.missingArgument("host") }
+        let host = try Self.hostName(hostText)
+        let families = try Self.families(parameters["query"])
+        let answer = try await resolve(host, families)
+        var members: [(String, JSON)] = [("host", .string(host.value))]
+        if families.contains(.ipv4) { members.append(("ips", .array(answer.ipv4.map { .string($0.description) }))) }
+        if families.contains(.ipv6) { members.append(("ipsv6", .array(answer.ipv6.map { .string($0.description) }))) }
+        members.append(("ttl", .integer(Int(answer.ttlSeconds))))
+        members.append(("origin_ttl", .integer(Int(answer.originTTLSeconds))))
+        if answer.stale { members.append(("stale", .bool(true))) }
+        return Self.json(.object(members), maxAge: answer.ttlSeconds)
+    }
+
+    /// `GET /resolve?host=a,b[&query=4,6]`.
+    func batch(_ request: Request) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        guard let list = parameters["host"], !list.isEmpty else { throw ServiceError.missingArgument("host") }
+        let texts = list.split(separator: ",", omittingEmptySubsequences: false)
+        guard texts.count <= configuration.maxHostsPerBatch else {
+            throw ServiceError.tooManyHosts(texts.count, max: configuration.maxHostsPerBatch)
+        }
+        let hosts = try texts.map(Self.hostName)
+        let families = try Self.families(parameters["query"])
+        let answers = try await withThrowingTaskGroup(of: (Int, Answer).self) { group in
+            for (index, host) in hosts.enumerated() {
+                group.addTask { (index, try await resolve(host, families)) }
+            }
+            var answers = [Answer?](repeating: nil, count: hosts.count)
+            for try await (index, answer) in group { answers[index] = answer }
+            return answers.map { $0! }
+        }
+        var records: [JSON] = []
+        for (host, answer) in zip(hosts, answers) {
+            if families.contains(.ipv4) {
+                records.append(Self.batchRecord(host, type: 1, answer.ipv4.map(\.description), answer))
+            }
+            if families.contains(.ipv6) {
+                records.append(Self.batchRecord(host, type: 28, answer.ipv6.map(\.description), answer))
+            }
+        }
+        let maxAge = answers.map(\.ttlSeconds).min() ?? 0
+        return Self.json(.object([("dns", .array(records))]), maxAge: maxAge)
+    }
+
+    /// What one host resolved to, negative answers included (as empty lists with their TTL).
+    struct Answer: Sendable {
+        var ipv4: [IPv4Address] = []
+        var ipv6: [IPv6Address] = []
+        var ttlSeconds: UInt32
+        var originTTLSeconds: UInt32
+        var stale = false
+    }
+
+    func resolve(_ host: HostName, _ families: AddressFamilies) async throws -> Answer {
+        do {
+            let resolution = try await resolver.resolve(host, families: families)
+            return Answer(
+                ipv4: resolution.ipv4,
+                ipv6: resolution.ipv6,
+                ttlSeconds: resolution.ttlSeconds,
+                originTTLSeconds: resolution.originTTLSeconds,
+                stale: resolution.stale
+            )
+        } catch let error as ResolutionError where error.code.isNegativeAnswer {
+            let ttl = error.ttlSeconds ?? 0
+            return Answer(ttlSeconds: ttl, originTTLSeconds: ttl)
+        } catch let error as ResolutionError {
+            throw ServiceError.upstreamUnavailable(
+                "no answer for \(host) and nothing cached: \(error.code)",
+                retryAfterSeconds: configuration.upstreamRetryAfterSeconds
+            )
+        }
+    }
+
+    private static func batchRecord(_ host: HostName, type: Int, _ addresses: [String], _ answer: Answer) -> JSON {
+        var members: [(String, JSON)] = [
+            ("host", .string(host.value)),
+            ("ips", .array(addresses.map(JSON.string))),
+            ("type", .integer(type)),
+            ("ttl", .integer(Int(answer.ttlSeconds))),
+        ]
+        if answer.stale { members.append(("stale", .bool(true))) }
+        return .object(members)
+    }
+
+    static func hostName(_ text: Substring) throws -> HostName {
+        do {
+            return try HostName(String(text))
+        } catch {
+            throw ServiceError.invalidHost("\(error)")
+        }
+    }
+
+    /// `query=4` (the default), `6`, or `4,6` (in either order).
+    static func families(_ value: Substring?) throws -> AddressFamilies {
+        guard let value else { return .ipv4 }
+        var families: AddressFamilies = []
+        for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+            switch part {
+            case "4": families.insert(.ipv4)
+            case "6": families.insert(.ipv6)
+            default: throw ServiceError.invalidQuery(String(value))
+            }
+        }
+        guard !families.isEmpty else { throw ServiceError.invalidQuery(String(value)) }
+        return families
+    }
+
+    static func json(_ value: JSON, maxAge: UInt32) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "max-age=\(maxAge)"],
+            body: .init(byteBuffer: ByteBuffer(string: value.text))
+        )
+    }
+}

@@ -1,0 +1,78 @@
+import HTTPDNSCore
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+
+/// Runs first on every request: rejects over-long URLs and clients over their rate, times the request for
+/// `http_server_request_duration_seconds{route,method,status}`, and counts and logs every rejection.
+struct ServiceMiddleware: RouterMiddleware {
+    typealias Context = HTTPDNSRequestContext
+
+    let configuration: HTTPDNSServerConfiguration
+    let rateLimiter: RateLimiter?
+    let clock: any MonotonicClock
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let status: HTTPResponse.Status
+        do {
+            try admit(request, context: context)
+            let response = try await next(request, context)
+            status = response.status
+            record(request, context: context, status: status, started: started)
+            return response
+        } catch let error as ServiceError {
+            if let reason = error.rejectionReason {
+                Counter(label: "httpdns_server_rejected_total", dimensions: [("reason", reason)]).increment()
+                context.logger.debug(
+                    "request rejected",
+                    metadata: ["http.rejection.reason": "\(reason)", "http.response.status_code": "\(error.status.code)"]
+                )
+            }
+            record(request, context: context, status: error.status, started: started)
+            throw error
+        } catch let error as any HTTPResponseError {
+            record(request, context: context, status: error.status, started: started)
+            throw error
+        } catch {
+            record(request, context: context, status: .internalServerError, started: started)
+            throw error
+        }
+    }
+
+    private func admit(_ request: Request, context: Context) throws {
+        if let target = request.head.path, target.utf8.count > configuration.maxURLLength {
+            throw ServiceError(
+                status: .uriTooLong,
+                code: "URLTooLong",
+                message: "the request target is \(target.utf8.count) bytes; at most \(configuration.maxURLLength) are accepted",
+                rejectionReason: "url_too_long"
+            )
+        }
+        if let rateLimiter, let wait = rateLimiter.admit(context.clientAddress, nowNanoseconds: clock.now().nanoseconds) {
+            let seconds = max(1, Int(wait.rounded(.up)))
+            throw ServiceError(
+                status: .tooManyRequests,
+                code: "RateLimited",
+                message: "too many requests from this address; retry in \(seconds) s",
+                headers: [.retryAfter: String(seconds)],
+                rejectionReason: "rate_limited"
+            )
+        }
+    }
+
+    private func record(_ request: Request, context: Context, status: HTTPResponse.Status, started: ContinuousClock.Instant) {
+        let elapsed = started.duration(to: .now).components
+        Metrics.Timer(
+            label: "http_server_request_duration_seconds",
+            dimensions: [
+                // The route template (`/:account/d`), never the path itself: bounded, and free of account ids.
+                ("route", context.endpointPath ?? "unmatched"),
+                ("method", request.method.rawValue),
+                ("status", String(status.code)),
+            ],
+            preferredDisplayUnit: .seconds
+        ).recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import HTTPDNSCAres
+import HTTPDNSCore
+import HTTPDNSServer
+import Logging
+import Metrics
+import Prometheus
+
+/// `httpdns serve`: the HTTPDNS service, until SIGTERM or SIGINT.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve HTTPDNS (/d, /resolve), DoH and JSON DNS (/dns-query), /metrics, /healthz and /readyz.",
+        discussion: """
+            Settings come from --config (JSON), then HTTPDNS_… environment variables, then flags; later wins. \
+            Every key is in docs/SERVICE.md. Listens on 127.0.0.1:8053 unless told otherwise.
+            """
+    )
+
+    @Option(help: "A JSON configuration file (also HTTPDNS_CONFIG).")
+    var config: String?
+
+    @Option(help: "Where to listen, HOST:PORT or [IPv6]:PORT (default 127.0.0.1:8053).")
+    var listen: String?
+
+    @Option(name: .customLong("upstream"), help: "An upstream DNS server, IP[:PORT]; repeatable (default: /etc/resolv.conf).")
+    var upstreams: [String] = []
+
+    @Flag(name: .customLong("upstream-tcp"), help: "Ask the upstream servers over TCP.")
+    var upstreamTCP = false
+
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain; with --tls-key, serve TLS with ALPN h2 and http/1.1.")
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: "PEM private key for --tls-cert.")
+    var tlsKey: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
+    var logLevel: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        var settings = ServeSettings()
+        do {
+            if let path = config ?? environment["HTTPDNS_CONFIG"] { try settings.apply(file: path) }
+            try settings.apply(environment: environment)
+            if let listen { try settings.apply("listen", listen, from: "--listen") }
+            if !upstreams.isEmpty { try settings.apply("upstream", upstreams, from: "--upstream") }
+            if upstreamTCP { settings.upstreamTCP = true }
+            if let tlsCert { try settings.apply("tlsCert", tlsCert, from: "--tls-cert") }
+            if let tlsKey { try settings.apply("tlsKey", tlsKey, from: "--tls-key") }
+            if let logLevel { try settings.apply("logLevel", logLevel, from: "--log-level") }
+            _ = try settings.serverConfiguration()
+            _ = try settings.upstreamServers()
+        } catch {
+            Output.diagnostic("httpdns serve: \(error)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        let serverConfiguration = try settings.serverConfiguration()
+
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var logger = Logger(label: "httpdns")
+        logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
+
+        let sourceConfiguration = CAresSource.Configuration(
+            servers: try settings.upstreamServers(),
+            transport: settings.upstreamTCP ? .tcp : .udp
+        )
+        let source: CAresSource
+        do {
+            source = try CAresSource(configuration: sourceConfiguration, logger: logger)
+        } catch {
+            Output.diagnostic("httpdns serve: \(error)")
+            throw ExitCode(ExitStatus.usage)
+        }
+        let cache = ResolverCache(source: source, logger: logger)
+        let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, registry: registry)
+        logger.info(
+            "starting",
+            metadata: [
+                "listen": "\(serverConfiguration.host):\(serverConfiguration.port)",
+                "tls": "\(serverConfiguration.tlsCertificatePath != nil)",
+                "upstream": "\(source.upstreamDescription)",
+                "accounts": "\(serverConfiguration.accounts.count)",
+            ]
+        )
+        let startedLogger = logger
+        do {
+            try await service.run(logger: logger) { port in
+                startedLogger.info("listening", metadata: ["port": "\(port)"])
+            }
+        } catch {
+            await source.shutdown()
+            Output.diagnostic("httpdns serve: \(error)")
+            throw ExitCode(ExitStatus.unreachable)
+        }
+        await source.shutdown()
+        logger.info("stopped")
+    }
+}

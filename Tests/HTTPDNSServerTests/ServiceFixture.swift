@@ -1,0 +1,44 @@
+import HTTPDNSCore
+import HTTPDNSServer
+import Hummingbird
+import Metrics
+import HummingbirdTesting
+import Prometheus
+import Testing
+
+/// A service in front of a stub source, tested in-process through Hummingbird's router test framework.
+struct ServiceFixture {
+    let source: StubSource
+    let clock: ManualMonotonicClock
+    let cache: ResolverCache
+    let registry = PrometheusCollectorRegistry()
+    let service: HTTPDNSService
+
+    init(
+        _ replies: [String: StubSource.Reply] = [:],
+        unixTime: Int64 = 1_800_000_000,
+        _ configure: (inout HTTPDNSServerConfiguration) -> Void = { _ in }
+    ) {
+        source = StubSource(replies)
+        clock = ManualMonotonicClock()
+        var cacheConfiguration = ResolverCache.Configuration()
+        cacheConfiguration.refreshAheadFraction = 0
+        cache = ResolverCache(source: source, configuration: cacheConfiguration, clock: clock)
+        var configuration = HTTPDNSServerConfiguration()
+        configuration.rateLimitPerSecond = 0
+        configure(&configuration)
+        service = HTTPDNSService(configuration: configuration, resolver: cache, registry: registry, clock: clock, unixTime: { unixTime })
+    }
+
+    /// Runs `body` against the service's router, with swift-metrics writing to this fixture's registry.
+    func test(_ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let application = Application(router: service.makeRouter())
+        try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            try await application.test(.router) { client in try await body(client) }
+        }
+    }
+}
+
+extension TestResponse {
+    var text: String { String(buffer: body) }
+}
