@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,8 @@ struct HTTPDNSCommand: AsyncParsableCommand {
     /// Runs the command, mapping argument errors to exit code 2 as the command-line contract says
     /// (swift-argument-parser's own default is 64).
     static func main() async {
+        // Logs go to stderr: stdout carries results (`resolve --json`, benchmark figures).
+        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

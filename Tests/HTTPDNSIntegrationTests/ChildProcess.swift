@@ -70,12 +70,15 @@ final class ChildProcess: Sendable {
     }
 
     /// Sends `signal` and waits for the process to exit.
-    func stop(signal: Int32 = SIGTERM) {
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Termination {
         kill(pid, signal)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         // The drain thread reads until EOF, which the exit just caused; it must not race a reused fd number.
         if !draining.withLock({ $0 }) { close(stderrFD) }
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import as functions.
+        return status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
     }
 
     /// `posix_spawn` with stdin from /dev/null, stdout to `stdout` (or /dev/null), stderr to `stderr`, an empty

@@ -13,3 +13,14 @@ enum TestRecords {
         "host-record=cold.test,192.0.2.99,2001:db8::99,300",
     ]
 }
+
+/// The zone the live service tests serve: names that resolve to loopback only, so a client that follows an
+/// answer (curl after DoH) connects to our own server and nowhere else.
+enum ServiceTestRecords {
+    static let lines = [
+        "host-record=serve.test,127.0.0.1,::1,300",
+        "host-record=other.test,127.0.0.2,120",
+        // readyz.invalid must be answered (NXDOMAIN), not refused, for /readyz to see a working upstream.
+        "local=/invalid/",
+    ]
+}

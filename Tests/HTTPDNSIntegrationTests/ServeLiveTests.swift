@@ -1,0 +1,233 @@
+import Foundation
+import Glibc
+import HTTPDNSCore
+import Synchronization
+import Testing
+
+/// `httpdns serve` as a real process on loopback, with a real dnsmasq upstream, exercised by clients no one here
+/// wrote: curl (plain, HTTP/2, and as a DoH client), kdig over DoH, and promtool on /metrics.
+@Suite("httpdns serve, live on loopback", .timeLimit(.minutes(1)))
+struct ServeLiveTests {
+    /// A running `httpdns serve`, stopped by ``stop()`` (once: later calls return the first result).
+    final class Server: Sendable {
+        let process: ChildProcess
+        let port: Int
+        private let termination = Mutex<ChildProcess.Termination?>(nil)
+
+        init(process: ChildProcess, port: Int) {
+            self.process = process
+            self.port = port
+        }
+
+        static func start(_ arguments: [String]) throws -> Server {
+            let process = try ChildProcess(
+                executable: try ResolveCommandTests.executablePath(),
+                arguments: ["serve", "--listen", "127.0.0.1:0"] + arguments
+            )
+            let (found, output) = process.waitForStderr(containing: "listening")
+            guard found, let range = output.range(of: #"port=(\d+)"#, options: .regularExpression),
+                let port = Int(output[range].dropFirst("port=".count))
+            else {
+                process.stop(signal: SIGKILL)
+                throw ChildProcess.SpawnError(description: "httpdns serve did not start: \(output)")
+            }
+            process.discardStderr()
+            return Server(process: process, port: port)
+        }
+
+        @discardableResult
+        func stop() -> ChildProcess.Termination {
+            termination.withLock { termination in
+                if let termination { return termination }
+                let result = process.stop(signal: SIGTERM)
+                termination = result
+                return result
+            }
+        }
+    }
+
+    /// A certificate made now for 127.0.0.1 and serve.test, in a directory removed afterwards.
+    static func withCertificate<T>(_ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let made = try await ChildProcess.run(
+            executable: try #require(ChildProcess.find("openssl"), "openssl is missing: run scripts/install-deps.sh"),
+            arguments: [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", "\(directory)/key.pem", "-out", "\(directory)/cert.pem", "-days", "1",
+                "-subj", "/CN=httpdns test", "-addext", "subjectAltName=IP:127.0.0.1,DNS:serve.test",
+            ]
+        )
+        try #require(made.status == .exited(0), "openssl failed: \(made.stderr)")
+        return try await body("\(directory)/cert.pem", "\(directory)/key.pem")
+    }
+
+    static func tool(_ name: String) throws -> String {
+        try #require(ChildProcess.find(name), "\(name) is missing: run scripts/install-deps.sh")
+    }
+
+    /// Runs a shell pipeline (for `curl … | promtool …`).
+    static func shell(_ script: String) async throws -> ChildProcess.Completion {
+        try await ChildProcess.run(executable: "/bin/sh", arguments: ["-c", script])
+    }
+
+    @Test func plainHTTPAnswersTheNativeAPI() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            let server = try Server.start(["--upstream", dns.address.description])
+            defer { server.stop() }
+            let curl = try await ChildProcess.run(
+                executable: try Self.tool("curl"),
+                arguments: ["-s", "-i", "http://127.0.0.1:\(server.port)/d?host=serve.test&query=4,6"]
+            )
+            #expect(curl.status == .exited(0))
+            #expect(curl.stdout.hasPrefix("HTTP/1.1 200"))
+            #expect(curl.stdout.lowercased().contains("cache-control: max-age=300"))
+            #expect(curl.stdout.hasSuffix(#"{"host":"serve.test","ips":["127.0.0.1"],"ipsv6":["::1"],"ttl":300,"origin_ttl":300}"#))
+            let ready = try await ChildProcess.run(
+                executable: try Self.tool("curl"),
+                arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/readyz"]
+            )
+            #expect(ready.stdout == "200")
+            #expect(server.stop() == .exited(0))
+        }
+    }
+
+    @Test func overTLSCurlSpeaksHTTP2AndUsesTheServiceAsItsDoHResolver() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            try await Self.withCertificate { certificate, key in
+                let server = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                defer { server.stop() }
+                let h2 = try await ChildProcess.run(
+                    executable: try Self.tool("curl"),
+                    arguments: [
+                        "-s", "--cacert", certificate, "--http2", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+                        "https://127.0.0.1:\(server.port)/d?host=serve.test",
+                    ]
+                )
+                #expect(h2.stdout == "2 200")
+                // curl resolves serve.test through the service (RFC 8484), then connects to the answer,
+                // 127.0.0.1, which is this same service, verifying its certificate for serve.test.
+                let doh = try await ChildProcess.run(
+                    executable: try Self.tool("curl"),
+                    arguments: [
+                        "-s", "--cacert", certificate, "--doh-url", "https://127.0.0.1:\(server.port)/dns-query",
+                        "https://serve.test:\(server.port)/healthz",
+                    ]
+                )
+                #expect(doh.status == .exited(0), "\(doh)")
+                #expect(doh.stdout == #"{"status":"ok"}"#)
+            }
+        }
+    }
+
+    @Test func kdigResolvesOverDoH() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            try await Self.withCertificate { certificate, key in
+                let server = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                defer { server.stop() }
+                for (name, type, expected) in [("serve.test", "A", "127.0.0.1"), ("serve.test", "AAAA", "::1"), ("missing.test", "A", "NXDOMAIN")] {
+                    let kdig = try await ChildProcess.run(
+                        executable: try Self.tool("kdig"),
+                        arguments: ["@127.0.0.1", "-p", "\(server.port)", "+https=/dns-query", "+tls-ca=\(certificate)", name, type]
+                    )
+                    #expect(kdig.status == .exited(0), "\(kdig)")
+                    #expect(kdig.stdout.contains("HTTP/2"), "\(kdig.stdout)")
+                    #expect(kdig.stdout.contains(expected), "\(kdig.stdout)")
+                }
+            }
+        }
+    }
+
+    @Test func metricsPassPromtool() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            let server = try Server.start(["--upstream", dns.address.description])
+            defer { server.stop() }
+            let base = "http://127.0.0.1:\(server.port)"
+            // Some traffic first, so every kind of metric has samples: hits, misses, negatives, a rejection.
+            for path in ["/d?host=serve.test", "/d?host=serve.test", "/d?host=missing.test", "/d?host=bad_name", "/dns-query?name=other.test"] {
+                _ = try await ChildProcess.run(executable: try Self.tool("curl"), arguments: ["-s", "-o", "/dev/null", base + path])
+            }
+            let metrics = try await ChildProcess.run(executable: try Self.tool("curl"), arguments: ["-s", base + "/metrics"])
+            for name in ["http_server_request_duration_seconds_bucket", "httpdns_cache_lookups_total", "httpdns_resolutions_total", "httpdns_server_rejected_total"] {
+                #expect(metrics.stdout.contains(name), "\(name) missing from /metrics")
+            }
+            #expect(!metrics.stdout.contains("serve.test"), "a host name leaked into a metric dimension")
+            let check = try await Self.shell("'\(try Self.tool("curl"))' -s \(base)/metrics | '\(try Self.tool("promtool"))' check metrics")
+            #expect(check.status == .exited(0), "promtool: \(check.stdout) \(check.stderr)")
+        }
+    }
+
+    /// SIGTERM while a request waits on a silent upstream: the service stops accepting, answers the request it
+    /// has (here 503 once the upstream times out), and exits 0.
+    @Test func sigtermLetsTheRequestInFlightFinish() async throws {
+        let silent = try SilentUDPServer()
+        defer { silent.close() }
+        let server = try Server.start(["--upstream", "127.0.0.1:\(silent.port)"])
+        let request = Task {
+            try await ChildProcess.run(
+                executable: try Self.tool("curl"),
+                arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/d?host=slow.test"]
+            )
+        }
+        // The upstream query arriving at the silent server proves the request is in flight inside the service.
+        try silent.waitForDatagram(timeoutMs: 10_000)
+        let termination = server.stop()
+        let response = try await request.value
+        #expect(termination == .exited(0))
+        #expect(response.status == .exited(0), "curl: \(response)")
+        #expect(response.stdout == "503")
+    }
+
+    @Test func invalidSettingsStopStartUpNamingTheKey() async throws {
+        let httpdns = try ResolveCommandTests.executablePath()
+        let badListen = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--listen", "nonsense"])
+        #expect(badListen.status == .exited(2))
+        #expect(badListen.stderr.contains("listen"))
+
+        let badEnvironment = try await Self.shell("HTTPDNS_RATE_LIMIT_PER_SECOND=-1 '\(httpdns)' serve")
+        #expect(badEnvironment.status == .exited(2))
+        #expect(badEnvironment.stderr.contains("HTTPDNS_RATE_LIMIT_PER_SECOND"))
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try #"{"listen": "127.0.0.1:0", "maxHostsPerBach": 3}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let badFile = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--config", file])
+        #expect(badFile.status == .exited(2))
+        #expect(badFile.stderr.contains("maxHostsPerBach"))
+
+        let halfTLS = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--tls-cert", file])
+        #expect(halfTLS.status == .exited(2))
+        #expect(halfTLS.stderr.contains("tlsKey"))
+    }
+}
+
+/// A UDP socket on 127.0.0.1 that receives and never answers: an upstream that times out.
+final class SilentUDPServer: Sendable {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(socketFD >= 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
+        try #require(bound == 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
+        fd = socketFD
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits until a datagram arrives (and reads it), or fails after `timeoutMs`.
+    func waitForDatagram(timeoutMs: Int32) throws {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&descriptor, 1, timeoutMs) == 1, "no query reached the silent upstream")
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        _ = recv(fd, &buffer, buffer.count, 0)
+    }
+
+    func close() { Glibc.close(fd) }
+}
