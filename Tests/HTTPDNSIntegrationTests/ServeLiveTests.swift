@@ -24,12 +24,13 @@ struct ServeLiveTests {
                 executable: try ResolveCommandTests.executablePath(),
                 arguments: ["serve", "--listen", "127.0.0.1:0"] + arguments
             )
-            let (found, output) = process.waitForStderr(containing: "listening")
+            // Our own line, "… port=N [httpdns] listening", once it is complete (not Hummingbird's "listening on").
+            let (found, output) = process.waitForStderr(containing: "[httpdns] listening")
             guard found, let range = output.range(of: #"port=(\d+)"#, options: .regularExpression),
                 let port = Int(output[range].dropFirst("port=".count))
             else {
-                process.stop(signal: SIGKILL)
-                throw ChildProcess.SpawnError(description: "httpdns serve did not start: \(output)")
+                let status = process.stop(signal: SIGKILL)
+                throw ChildProcess.SpawnError(description: "httpdns serve did not start (\(status)): \(output)")
             }
             process.discardStderr()
             return Server(process: process, port: port)
