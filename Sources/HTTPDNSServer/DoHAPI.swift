@@ -41,7 +41,7 @@ struct DoHAPI: Sendable {
         let body: ByteBuffer
         do {
             body = try await request.collectBody(upTo: configuration.maxDNSMessageBytes)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw ServiceError(
                 status: .contentTooLarge,
                 code: "BodyTooLarge",
