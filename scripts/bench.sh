@@ -2,8 +2,9 @@
 # Every benchmark in docs/PERFORMANCE.md, release build, each a ratio against a baseline from the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --bench
 swift build -c release --product httpdns >/dev/null
 .build/release/httpdns bench cache
 .build/release/httpdns bench memory
-scripts/bench-cold.sh "${1:-50000}" "${2:-64}"
+scripts/bench-cold.sh 50000 64
+scripts/bench-serve.sh 10 64

@@ -5,8 +5,10 @@
 #   curl, openssl, knot-dnsutils, prometheus   tests of the service: an HTTP/2 and DoH client, test
 #                               certificates, kdig (DoH), promtool (checks /metrics)
 #   unbound, dnsperf, bind9-dnsutils   benchmarks: the local resolver, the load generator, dig
+#   with --bench also: wrk, nginx-light, nghttp2-client (h2load), dnsdist   the service's benchmarks
 set -euo pipefail
 packages=(libc-ares-dev pkg-config dnsmasq-base curl openssl knot-dnsutils prometheus unbound dnsperf bind9-dnsutils)
+if [ "${1:-}" = "--bench" ]; then packages+=(wrk nginx-light nghttp2-client dnsdist); fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

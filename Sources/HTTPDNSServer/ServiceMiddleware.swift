@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Metrics
+import Synchronization
 
 /// Runs first on every request: rejects over-long URLs and clients over their rate, times the request for
 /// `http_server_request_duration_seconds{route,method,status}`, and counts and logs every rejection.
@@ -12,6 +13,7 @@ struct ServiceMiddleware: RouterMiddleware {
     let configuration: HTTPDNSServerConfiguration
     let rateLimiter: RateLimiter?
     let clock: any MonotonicClock
+    let requestMetrics = RequestMetrics()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
@@ -64,15 +66,34 @@ struct ServiceMiddleware: RouterMiddleware {
 
     private func record(_ request: Request, context: Context, status: HTTPResponse.Status, started: ContinuousClock.Instant) {
         let elapsed = started.duration(to: .now).components
-        Metrics.Timer(
-            label: "http_server_request_duration_seconds",
-            dimensions: [
-                // The route template (`/:account/d`), never the path itself: bounded, and free of account ids.
-                ("route", context.endpointPath ?? "unmatched"),
-                ("method", request.method.rawValue),
-                ("status", String(status.code)),
-            ],
-            preferredDisplayUnit: .seconds
-        ).recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        // The route template (`/:account/d`), never the path itself: bounded, and free of account ids.
+        requestMetrics.timer(route: context.endpointPath ?? "unmatched", method: request.method, status: status)
+            .recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+    }
+}
+
+/// The request-duration timers, made once per (route, method, status) rather than looked up in the metrics
+/// factory on every request.
+final class RequestMetrics: Sendable {
+    private struct Key: Hashable {
+        let route: String
+        let method: HTTPRequest.Method
+        let status: HTTPResponse.Status
+    }
+
+    private let timers = Mutex<[Key: Metrics.Timer]>([:])
+
+    func timer(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status) -> Metrics.Timer {
+        let key = Key(route: route, method: method, status: status)
+        return timers.withLock { timers in
+            if let timer = timers[key] { return timer }
+            let timer = Metrics.Timer(
+                label: "http_server_request_duration_seconds",
+                dimensions: [("route", route), ("method", method.rawValue), ("status", String(status.code))],
+                preferredDisplayUnit: .seconds
+            )
+            timers[key] = timer
+            return timer
+        }
     }
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The service under load, each figure a ratio against a reference server measured in the same run:
+#   /d cache hits over HTTP/1.1 keep-alive (wrk)   vs nginx returning the same JSON body
+#   RFC 8484 GET cache hits over HTTP/2 (h2load)   vs dnsdist's DoH frontend with its packet cache
+#   resident memory of httpdns under that load and after it
+# Everything listens on 127.0.0.x; dnsmasq is the upstream of both DNS servers. Needs Debian's wrk, nginx,
+# nghttp2-client (h2load), dnsdist, dnsmasq-base and openssl (scripts/install-deps.sh --bench installs them).
+# Usage: scripts/bench-serve.sh [SECONDS] [CONNECTIONS]    (HTTPDNS_BIN=… to use another httpdns binary)
+set -euo pipefail
+seconds=${1:-10}
+connections=${2:-64}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/httpdns-bench-serve.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for tool in wrk nginx h2load dnsdist dnsmasq openssl curl python3; do
+  command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "bench-serve: $tool is missing (scripts/install-deps.sh --bench)" >&2; exit 2; }
+done
+if [ -z "${HTTPDNS_BIN:-}" ]; then
+  (cd "$here" && swift build -c release --product httpdns >/dev/null)
+  HTTPDNS_BIN="$here/.build/release/httpdns"
+fi
+
+wait_for() { # URL or "dns ADDRESS PORT": ask until it answers, at most 10 s
+  for _ in $(seq 1 100); do
+    if [ "$1" = dns ]; then dig +short +time=1 +tries=1 @"$2" -p "$3" bench.test A 2>/dev/null | grep -q 127.0.0.1 && return 0
+    else curl -sk -o /dev/null "$1" && return 0; fi
+    sleep 0.1
+  done
+  echo "bench-serve: $* did not come up" >&2; exit 1
+}
+rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+
+# Upstream: dnsmasq with one name.
+cat > "$work/dnsmasq.conf" <<CONF
+port=25391
+listen-address=127.0.0.91
+bind-interfaces
+no-resolv
+no-hosts
+user=root
+local=/test/
+local=/invalid/
+host-record=bench.test,127.0.0.1,3600
+CONF
+/usr/sbin/dnsmasq --no-daemon --conf-file="$work/dnsmasq.conf" 2>/dev/null &
+pids+=($!)
+wait_for dns 127.0.0.91 25391
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
+  -days 1 -subj "/CN=bench" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
+
+# httpdns: plain on 18053, TLS (h2) on 18443; no rate limit, so the benchmark measures the service.
+HTTPDNS_RATE_LIMIT_PER_SECOND=0 HTTPDNS_LOG_LEVEL=warning "$HTTPDNS_BIN" serve --listen 127.0.0.1:18053 --upstream 127.0.0.91:25391 &
+pids+=($!); plain_pid=$!
+HTTPDNS_RATE_LIMIT_PER_SECOND=0 HTTPDNS_LOG_LEVEL=warning "$HTTPDNS_BIN" serve --listen 127.0.0.1:18443 --upstream 127.0.0.91:25391 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" &
+pids+=($!); tls_pid=$!
+wait_for "http://127.0.0.1:18053/healthz"
+wait_for "https://127.0.0.1:18443/healthz"
+rss_idle=$(rss_kib "$plain_pid")
+body=$(curl -s "http://127.0.0.1:18053/d?host=bench.test")
+
+# nginx: the same body, the same headers, keep-alive, one worker per core.
+mkdir -p "$work/nginx"
+cat > "$work/nginx.conf" <<CONF
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
+  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:18080;
+    location = /d { default_type application/json; add_header Cache-Control "max-age=3600"; return 200 '$body'; }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf" -g "daemon off;" &
+pids+=($!)
+wait_for "http://127.0.0.1:18080/d?host=bench.test"
+
+# dnsdist: DoH frontend, packet cache, the same upstream; no security polling (it would leave the machine).
+cat > "$work/dnsdist.conf" <<CONF
+setSecurityPollSuffix("")
+setLocal("127.0.0.92:25392")
+addDOHLocal("127.0.0.1:18444", "$work/cert.pem", "$work/key.pem", "/dns-query", { reusePort = true })
+newServer({ address = "127.0.0.91:25391", healthCheckMode = "up" })
+getPool(""):setCache(newPacketCache(10000, { maxTTL = 86400 }))
+CONF
+dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf" >/dev/null 2>&1 &
+pids+=($!)
+query=$(python3 -c "import base64,struct; q=struct.pack('>HHHHHH',0,0x100,1,0,0,0)+b''.join(bytes([len(l)])+l.encode() for l in 'bench.test'.split('.'))+b'\x00'+struct.pack('>HH',1,1); print(base64.urlsafe_b64encode(q).decode().rstrip('='))")
+wait_for "https://127.0.0.1:18444/dns-query?dns=$query"
+wait_for "https://127.0.0.1:18443/dns-query?dns=$query"
+
+wrk_rps() { wrk -t2 -c"$connections" -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
+h2_rps() { h2load -n 1000000000 -D "$seconds" -c "$connections" -m 10 -t 2 "$1" 2>/dev/null | awk '/finished in/ {print $4}'; }
+
+# httpdns's runs sample its resident memory halfway through.
+wrk_rps "http://127.0.0.1:18053/d?host=bench.test" > "$work/httpdns-d" &
+sleep $((seconds / 2)); rss_load=$(rss_kib "$plain_pid"); wait $!
+httpdns_d=$(cat "$work/httpdns-d")
+nginx_d=$(wrk_rps "http://127.0.0.1:18080/d?host=bench.test")
+h2_rps "https://127.0.0.1:18443/dns-query?dns=$query" > "$work/httpdns-doh" &
+sleep $((seconds / 2)); rss_tls_load=$(rss_kib "$tls_pid"); wait $!
+httpdns_doh=$(cat "$work/httpdns-doh")
+dnsdist_doh=$(h2_rps "https://127.0.0.1:18444/dns-query?dns=$query")
+rss_after=$(rss_kib "$plain_pid")
+rss_tls_after=$(rss_kib "$tls_pid")
+
+python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" <<'PY'
+import sys
+d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections = sys.argv[1:]
+d, nginx, doh, dnsdist = (float(x.replace("k", "e3")) for x in (d, nginx, doh, dnsdist))
+mib = lambda kib: int(kib) / 1024
+print(f"service load, {seconds} s per run, {connections} connections, cache hits only")
+print(f"  /d over HTTP/1.1 keep-alive (wrk):  httpdns {d:9.0f} req/s   nginx {nginx:9.0f} req/s   ratio {d / nginx:.2f}x  (target >= 0.50x)")
+print(f"  DoH GET over HTTP/2 (h2load -m 10): httpdns {doh:9.0f} req/s   dnsdist {dnsdist:9.0f} req/s   ratio {doh / dnsdist:.2f}x  (target >= 1.00x)")
+print(f"  httpdns resident memory: {mib(idle):.1f} MiB idle, {mib(load):.1f} MiB under wrk, {mib(after):.1f} MiB after; TLS instance {mib(tls_load):.1f} MiB under h2load, {mib(tls_after):.1f} MiB after")
+PY
