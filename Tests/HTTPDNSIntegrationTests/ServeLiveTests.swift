@@ -19,11 +19,19 @@ struct ServeLiveTests {
             self.port = port
         }
 
-        static func start(_ arguments: [String]) throws -> Server {
-            let process = try ChildProcess(
-                executable: try ResolveCommandTests.executablePath(),
-                arguments: ["serve", "--listen", "127.0.0.1:0"] + arguments
-            )
+        /// Starts `httpdns serve --listen 127.0.0.1:0 ARGUMENTS`, with `environment` added to the test's own.
+        static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Server {
+            let executable = try ResolveCommandTests.executablePath()
+            let command = ["serve", "--listen", "127.0.0.1:0"] + arguments
+            let process: ChildProcess
+            if environment.isEmpty {
+                process = try ChildProcess(executable: executable, arguments: command)
+            } else {
+                // exec keeps the pid, so stopping the shell's pid stops the service.
+                let assignments = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
+                let quoted = ([executable] + command).map { "'\($0)'" }.joined(separator: " ")
+                process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(assignments) exec \(quoted)"])
+            }
             // Our own line, "… port=N [httpdns] listening", once it is complete (not Hummingbird's "listening on").
             let (found, output) = process.waitForStderr(containing: "[httpdns] listening")
             guard found, let range = output.range(of: #"port=(\d+)"#, options: .regularExpression),
@@ -178,6 +186,31 @@ struct ServeLiveTests {
         #expect(termination == .exited(0))
         #expect(response.status == .exited(0), "curl: \(response)")
         #expect(response.stdout == "503")
+    }
+
+    /// Flags override the environment, which overrides the file.
+    @Test func settingsPrecedence() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-\(UUID().uuidString).json").path
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            try #"{"maxHostsPerBatch": 1, "listen": "not even an address", "rateLimitPerSecond": 0}"#
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            // The environment replaces the file's batch size; the --listen flag (from start) replaces both the
+            // file's and the environment's invalid listen address, so the service starts.
+            let server = try Server.start(
+                ["--config", file, "--upstream", dns.address.description],
+                environment: ["HTTPDNS_MAX_HOSTS_PER_BATCH": "2", "HTTPDNS_LISTEN": "nonsense"]
+            )
+            defer { server.stop() }
+            func status(_ hosts: String) async throws -> String {
+                try await ChildProcess.run(
+                    executable: try Self.tool("curl"),
+                    arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/resolve?host=\(hosts)"]
+                ).stdout
+            }
+            #expect(try await status("serve.test,other.test") == "200")
+            #expect(try await status("serve.test,other.test,serve.test") == "400")
+        }
     }
 
     @Test func invalidSettingsStopStartUpNamingTheKey() async throws {
