@@ -63,12 +63,12 @@ struct DoHAPI: Sendable {
             throw Self.malformed(error.reason)
         }
         guard !message.isResponse else { throw Self.malformed("the message is a response, not a query") }
-        let question = message.questions.first
+        let kind = Self.classify(message.opcode, message.questions.count, message.questions.first)
         message.isResponse = true
         message.recursionAvailable = true
         message.questions = Array(message.questions.prefix(1))
         var maxAge: UInt32 = 0
-        switch Self.classify(message.opcode, message.questions.count, question) {
+        switch kind {
         case .formatError:
             message.responseCode = .formatError
         case .notImplemented:

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import NIOSSL
 
 /// Everything the HTTPDNS service needs besides its resolver. Each default is documented in docs/SERVICE.md.
 public struct HTTPDNSServerConfiguration: Sendable {
@@ -34,6 +35,31 @@ public struct HTTPDNSServerConfiguration: Sendable {
     public var readinessProbeName: String = "readyz.invalid"
 
     public init() {}
+
+    /// The TLS server configuration from the PEM files, or nil without them.
+    /// - Throws: ``TLSFilesError`` naming the file that could not be used.
+    public func tlsConfiguration() throws -> TLSConfiguration? {
+        guard let certificatePath = tlsCertificatePath, let keyPath = tlsKeyPath else { return nil }
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
+        } catch {
+            throw TLSFilesError(description: "tlsCert \(certificatePath) is not a PEM certificate chain: \(error)")
+        }
+        guard !chain.isEmpty else { throw TLSFilesError(description: "tlsCert \(certificatePath) holds no certificate") }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+        } catch {
+            throw TLSFilesError(description: "tlsKey \(keyPath) is not a PEM private key: \(error)")
+        }
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+    }
+
+    /// A certificate or key file that could not be used.
+    public struct TLSFilesError: Error, CustomStringConvertible {
+        public let description: String
+    }
 
     /// One account of the native API.
     public struct Account: Sendable, Hashable {

@@ -111,11 +111,7 @@ public struct HTTPDNSService: Sendable {
             address: .hostname(configuration.host, port: configuration.port),
             serverName: nil
         )
-        if let certificatePath = configuration.tlsCertificatePath, let keyPath = configuration.tlsKeyPath {
-            let tls = TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(certificatePath).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: keyPath, format: .pem))
-            )
+        if let tls = try configuration.tlsConfiguration() {
             let application = Application(
                 router: makeRouter(),
                 server: try .http2Upgrade(tlsConfiguration: tls),

@@ -51,7 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
             if let tlsCert { try settings.apply("tlsCert", tlsCert, from: "--tls-cert") }
             if let tlsKey { try settings.apply("tlsKey", tlsKey, from: "--tls-key") }
             if let logLevel { try settings.apply("logLevel", logLevel, from: "--log-level") }
-            _ = try settings.serverConfiguration()
+            _ = try settings.serverConfiguration().tlsConfiguration()
             _ = try settings.upstreamServers()
         } catch {
             Output.diagnostic("httpdns serve: \(error)")

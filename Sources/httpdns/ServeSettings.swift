@@ -191,7 +191,7 @@ struct ServeSettings {
     /// `HOST:PORT` or `[IPv6]:PORT`.
     static func hostAndPort(_ text: String) throws -> (String, Int) {
         let invalid = Invalid(description: "listen: '\(text)' is not HOST:PORT (for IPv6, [ADDRESS]:PORT)")
-        var host: Substring
+        let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { throw invalid }
@@ -203,7 +203,6 @@ struct ServeSettings {
             portText = text[text.index(after: colon)...]
         }
         guard !host.isEmpty, let port = Int(portText), (0...65_535).contains(port) else { throw invalid }
-        host = host.isEmpty ? "127.0.0.1" : host
         return (String(host), port)
     }
 }

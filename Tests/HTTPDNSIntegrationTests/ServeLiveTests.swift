@@ -233,6 +233,11 @@ struct ServeLiveTests {
         let halfTLS = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--tls-cert", file])
         #expect(halfTLS.status == .exited(2))
         #expect(halfTLS.stderr.contains("tlsKey"))
+
+        // Readable files that are not PEM: refused before listening, naming the file.
+        let notPEM = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--tls-cert", file, "--tls-key", file])
+        #expect(notPEM.status == .exited(2))
+        #expect(notPEM.stderr.contains("tlsCert"))
     }
 }
 

@@ -122,6 +122,22 @@ import Testing
         }
     }
 
+    @Test func aQueryWithoutExactlyOneQuestionIsFORMERR() async throws {
+        let f = ServiceFixture(NativeAPITests.dual)
+        try await f.test { client in
+            let two = DNSMessage(id: 7, questions: [.init(name: "api.example.test", type: 1), .init(name: "v4.example.test", type: 1)])
+            let none = DNSMessage(id: 8, questions: [])
+            for message in [two, none] {
+                let response = try await client.execute(uri: "/dns-query?dns=\(Self.base64URL(message.encoded()))", method: .get)
+                let decoded = try Decoded(Array(buffer: response.body))
+                #expect(decoded.rcode == 1)
+                #expect(decoded.id == message.id)
+                #expect(decoded.answers.isEmpty)
+            }
+            #expect(f.source.queryCount("api.example.test") == 0)
+        }
+    }
+
     @Test func badRequestsGetTheirStatus() async throws {
         let f = ServiceFixture(NativeAPITests.dual) { $0.maxDNSMessageBytes = 100 }
         try await f.test { client in
