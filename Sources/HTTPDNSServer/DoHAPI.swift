@@ -129,19 +129,21 @@ struct DoHAPI: Sendable {
             ("Question", .array([.object([("name", .string(fqdn)), ("type", .integer(Int(family.recordType)))])])),
         ]
         if !outcome.addresses.isEmpty {
-            members.append((
-                "Answer",
-                .array(
-                    outcome.addresses.map { address in
-                        .object([
-                            ("name", .string(fqdn)),
-                            ("type", .integer(Int(family.recordType))),
-                            ("TTL", .integer(Int(outcome.ttlSeconds))),
-                            ("data", .string(address.description)),
-                        ])
-                    }
+            members.append(
+                (
+                    "Answer",
+                    .array(
+                        outcome.addresses.map { address in
+                            .object([
+                                ("name", .string(fqdn)),
+                                ("type", .integer(Int(family.recordType))),
+                                ("TTL", .integer(Int(outcome.ttlSeconds))),
+                                ("data", .string(address.description)),
+                            ])
+                        }
+                    )
                 )
-            ))
+            )
         }
         var headers: HTTPFields = [.contentType: Self.jsonType]
         headers[.cacheControl] = outcome.code == .serverFailure ? "no-store" : "max-age=\(outcome.ttlSeconds)"

@@ -8,7 +8,7 @@ import NIOSSL
 import Prometheus
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The HTTPDNS service (`httpdns serve`): the native API, DoH, JSON DNS, `/metrics`, `/healthz`, `/readyz`,
@@ -38,7 +38,8 @@ public struct HTTPDNSService: Sendable {
     /// The routes, with the service's middleware in front.
     public func makeRouter() -> Router<HTTPDNSRequestContext> {
         let router = Router(context: HTTPDNSRequestContext.self)
-        let rateLimiter = configuration.rateLimitPerSecond > 0
+        let rateLimiter =
+            configuration.rateLimitPerSecond > 0
             ? RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
             : nil
         router.add(middleware: ServiceMiddleware(configuration: configuration, rateLimiter: rateLimiter, clock: clock))
@@ -87,7 +88,9 @@ public struct HTTPDNSService: Sendable {
         }
 
         // Every endpoint is GET-only except /dns-query: other methods get 405 with the code, not a bare 404.
-        let readOnly = ["/d", "/resolve", "/:account/d", "/:account/resolve", "/:account/sign_d", "/:account/sign_resolve", "/healthz", "/readyz", "/metrics"]
+        let readOnly = [
+            "/d", "/resolve", "/:account/d", "/:account/resolve", "/:account/sign_d", "/:account/sign_resolve", "/healthz", "/readyz", "/metrics",
+        ]
         for path in readOnly {
             for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
                 router.on(RouterPath(path), method: method) { request, _ -> Response in
@@ -148,7 +151,11 @@ public struct HTTPDNSService: Sendable {
         let probe = try HostName(configuration.readinessProbeName)
         do {
             _ = try await resolver.source.query(probe, families: .ipv4)
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ready"}"#)))
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ready"}"#))
+            )
         } catch {
             throw ServiceError.upstreamUnavailable("no upstream answered: \(error)", retryAfterSeconds: configuration.upstreamRetryAfterSeconds)
         }

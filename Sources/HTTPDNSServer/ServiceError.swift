@@ -22,7 +22,12 @@ struct ServiceError: HTTPResponseError {
     }
 
     static func missingArgument(_ name: String) -> ServiceError {
-        ServiceError(status: .badRequest, code: "MissingArgument", message: "the '\(name)' parameter is required", rejectionReason: "missing_argument")
+        ServiceError(
+            status: .badRequest,
+            code: "MissingArgument",
+            message: "the '\(name)' parameter is required",
+            rejectionReason: "missing_argument"
+        )
     }
 
     static func invalidHost(_ message: String) -> ServiceError {

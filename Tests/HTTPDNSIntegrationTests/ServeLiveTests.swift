@@ -158,7 +158,10 @@ struct ServeLiveTests {
                 _ = try await ChildProcess.run(executable: try Self.tool("curl"), arguments: ["-s", "-o", "/dev/null", base + path])
             }
             let metrics = try await ChildProcess.run(executable: try Self.tool("curl"), arguments: ["-s", base + "/metrics"])
-            for name in ["http_server_request_duration_seconds_bucket", "httpdns_cache_lookups_total", "httpdns_resolutions_total", "httpdns_server_rejected_total"] {
+            for name in [
+                "http_server_request_duration_seconds_bucket", "httpdns_cache_lookups_total", "httpdns_resolutions_total",
+                "httpdns_server_rejected_total",
+            ] {
                 #expect(metrics.stdout.contains(name), "\(name) missing from /metrics")
             }
             #expect(!metrics.stdout.contains("serve.test"), "a host name leaked into a metric dimension")

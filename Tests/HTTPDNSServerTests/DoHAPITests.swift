@@ -113,7 +113,9 @@ import Testing
     @Test func otherTypesAreNotImplementedAndOddNamesRefused() async throws {
         let f = ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
-            for (name, type, rcode): (String, UInt16, UInt16) in [("api.example.test", 15, 4), ("api.example.test", 16, 4), ("_dmarc.example.test", 1, 5)] {
+            for (name, type, rcode): (String, UInt16, UInt16) in [
+                ("api.example.test", 15, 4), ("api.example.test", 16, 4), ("_dmarc.example.test", 1, 5),
+            ] {
                 let response = try await client.execute(uri: "/dns-query?dns=\(Self.base64URL(Self.query(name, type: type)))", method: .get)
                 #expect(response.status == .ok)
                 #expect(try Decoded(Array(buffer: response.body)).rcode == rcode, "\(name) type \(type)")

@@ -1,8 +1,8 @@
 import HTTPDNSCore
 import HTTPDNSServer
 import Hummingbird
-import Metrics
 import HummingbirdTesting
+import Metrics
 import Prometheus
 import Testing
 
