@@ -210,6 +210,7 @@ private struct Reader {
         var cursor = offset
         var jumped = false
         var length = 0
+        var jumps = 0
         while true {
             guard cursor < bytes.count else { throw DNSMessageError(reason: "the message ends inside the name of \(part)") }
             let byte = bytes[cursor]
@@ -223,12 +224,18 @@ private struct Reader {
                 guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part) runs past the end of the message") }
                 length += Int(byte) + 1
                 guard length <= 255 else { throw DNSMessageError(reason: "the name of \(part) is longer than 255 bytes") }
+                guard !bytes[(cursor + 1)..<end].contains(UInt8(ascii: ".")) else {
+                    throw DNSMessageError(reason: "a label of \(part) contains a dot")
+                }
                 labels.append(String(decoding: bytes[(cursor + 1)..<end], as: UTF8.self))
                 cursor = end
             case 0xC0:
                 guard cursor + 1 < bytes.count else { throw DNSMessageError(reason: "a compression pointer of \(part) is cut off") }
                 let target = Int(byte & 0x3F) << 8 | Int(bytes[cursor + 1])
                 guard target < cursor else { throw DNSMessageError(reason: "a compression pointer of \(part) does not point backwards") }
+                // A name has at most 127 labels; more pointers than that is a loop or an attack.
+                jumps += 1
+                guard jumps <= 127 else { throw DNSMessageError(reason: "the name of \(part) follows too many compression pointers") }
                 if !jumped { offset = cursor + 2 }
                 jumped = true
                 cursor = target
@@ -238,8 +245,25 @@ private struct Reader {
         }
     }
 
+    /// Steps over a name without following its pointers: a record only skipped costs its own bytes.
+    mutating func skipName(_ part: String) throws(DNSMessageError) {
+        while true {
+            let byte = try u8("the name of \(part)")
+            switch byte & 0xC0 {
+            case 0x00:
+                if byte == 0 { return }
+                try skip(Int(byte), "the name of \(part)")
+            case 0xC0:
+                try skip(1, "the name of \(part)")
+                return
+            default:
+                throw DNSMessageError(reason: "the name of \(part) uses a reserved label type (0x\(String(byte, radix: 16)))")
+            }
+        }
+    }
+
     mutating func skipRecord(_ part: String) throws(DNSMessageError) {
-        _ = try name(part)
+        try skipName(part)
         try skip(8, part)  // type, class, TTL
         let dataLength = try u16(part)
         try skip(Int(dataLength), part)

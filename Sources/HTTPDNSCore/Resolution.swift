@@ -88,7 +88,8 @@ public struct Resolution: Sendable, Hashable {
         set { answer = answer.with(ipv6: newValue) }
     }
 
-    /// The TTL the upstream gave (after the cache's clamps).
+    /// The TTL as the upstream gave it, before the cache's clamps (for a negative answer without one, the
+    /// cache's default negative TTL).
     public var originTTLSeconds: UInt32 {
         get { answer.originTTLSeconds }
         set { answer = answer.with(originTTLSeconds: newValue) }

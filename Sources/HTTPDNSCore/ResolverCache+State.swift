@@ -51,7 +51,7 @@ extension ResolverCache {
                 let fraction = min(max(configuration.refreshAheadFraction, 0), 1)
                 self.addresses = addresses
                 self.negative = nil
-                self.originTTLSeconds = ttl
+                self.originTTLSeconds = ttlSeconds
                 self.refreshAt = now.adding(seconds: ttl - UInt32((Double(ttl) * fraction).rounded(.down)))
                 self.expiresAt = now.adding(seconds: ttl)
             case .negative(let kind, let ttlSeconds):
@@ -61,7 +61,7 @@ extension ResolverCache {
                 )
                 self.addresses = []
                 self.negative = kind
-                self.originTTLSeconds = ttl
+                self.originTTLSeconds = ttlSeconds ?? configuration.negativeTTLSeconds
                 self.expiresAt = now.adding(seconds: ttl)
                 // Negative answers are not refreshed ahead: nobody is waiting on their addresses.
                 self.refreshAt = self.expiresAt
@@ -263,6 +263,15 @@ extension ResolverCache {
             }
         }
 
+        /// The stale answer for `key`, if an expired entry within the staleness limit holds every family asked.
+        mutating func staleAnswer(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Resolution? {
+            guard canServeStale(key, now: now, configuration: configuration), let slot = storage.slot(of: key.host) else { return nil }
+            let (sourceName, upstream) = (sourceName, upstreamDescription)
+            return storage.modify(at: slot) { entry in
+                Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+            }
+        }
+
         /// When a waiter's client response timer fires: takes it out of its flight and gives it the stale
         /// answer, if it is still waiting and the entry can still answer.
         mutating func answerWaiterStale(
@@ -271,12 +280,8 @@ extension ResolverCache {
             now: MonotonicInstant,
             configuration: Configuration
         ) -> (CheckedContinuation<Result<Resolution, ResolutionError>, any Error>, Resolution)? {
-            guard flights[key]?.waiters[waiterID] != nil, canServeStale(key, now: now, configuration: configuration),
-                let slot = storage.slot(of: key.host)
-            else { return nil }
-            let (sourceName, upstream) = (sourceName, upstreamDescription)
-            let resolution = storage.modify(at: slot) { entry in
-                Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+            guard flights[key]?.waiters[waiterID] != nil, let resolution = staleAnswer(key, now: now, configuration: configuration) else {
+                return nil
             }
             let continuation = flights[key]!.waiters.removeValue(forKey: waiterID)!
             stats.staleHits += 1

@@ -170,6 +170,7 @@ public final class ResolverCache: Sendable {
         var launchFlight = false
         var armStaleTimer = false
         var staleTimer: Task<Void, Never>?
+        defer { staleTimer?.cancel() }
         var lateOutcome: CacheOutcome?
         let outcome: Result<Resolution, ResolutionError> = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -190,6 +191,10 @@ public final class ResolverCache: Sendable {
                     } else if state.flights.count < configuration.maxPendingQueries {
                         state.flights[key] = Flight(waiters: [waiterID: continuation])
                         join = .started
+                    } else if let stale = state.staleAnswer(key, now: now, configuration: configuration) {
+                        // Overloaded upstream is what serve-stale is for: answer from the expired entry.
+                        state.stats.staleHits += 1
+                        return .answered(.stale(stale))
                     } else {
                         state.stats.rejectedLookups += 1
                         return .rejected(state.flights.count)
@@ -231,7 +236,6 @@ public final class ResolverCache: Sendable {
             continuation?.resume(throwing: CancellationError())
         }
 
-        staleTimer?.cancel()
         if let lateOutcome, let resolution = try deliver(lateOutcome, host: key.host, families: key.families) {
             return resolution
         }

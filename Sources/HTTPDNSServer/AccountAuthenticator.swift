@@ -25,7 +25,8 @@ struct AccountAuthenticator: Sendable {
         let account = try lookUp(name)
         guard let expiry else { throw ServiceError.missingArgument("t") }
         guard let signature else { throw ServiceError.missingArgument("s") }
-        guard let expiresAt = Int64(expiry) else {
+        // Positive and bounded, so the arithmetic below cannot overflow whatever a client sends.
+        guard let expiresAt = Int64(expiry), expiresAt > 0, expiresAt < Int64(UInt32.max) * 4 else {
             throw ServiceError.forbidden("InvalidSignature", "t must be the expiry in Unix seconds")
         }
         let now = self.now()

@@ -22,6 +22,9 @@ public struct HTTPDNSServerConfiguration: Sendable {
     public var rateLimitPerSecond: Double = 100
     /// How many requests a client may make at once above the average. Default 200.
     public var rateLimitBurst: Double = 200
+    /// A connection with no request in progress is closed after this long, so idle or slow clients cannot hold
+    /// every descriptor. Default 60 s.
+    public var idleTimeoutSeconds: Int64 = 60
     /// `Retry-After` seconds sent with 503 UpstreamUnavailable. Default 5.
     public var upstreamRetryAfterSeconds: Int = 5
 
@@ -53,7 +56,9 @@ public struct HTTPDNSServerConfiguration: Sendable {
         } catch {
             throw TLSFilesError(description: "tlsKey \(keyPath) is not a PEM private key: \(error)")
         }
-        return TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        tls.minimumTLSVersion = .tlsv12
+        return tls
     }
 
     /// A certificate or key file that could not be used.

@@ -117,7 +117,13 @@ public struct HTTPDNSService: Sendable {
         if let tls = try configuration.tlsConfiguration() {
             let application = Application(
                 router: makeRouter(),
-                server: try .http2Upgrade(tlsConfiguration: tls),
+                server: try .http2Upgrade(
+                    tlsConfiguration: tls,
+                    configuration: .init(
+                        idleTimeout: .seconds(configuration.idleTimeoutSeconds),
+                        streamConfiguration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))
+                    )
+                ),
                 configuration: serverConfiguration,
                 onServerRunning: { await onListening($0.localAddress?.port ?? 0) },
                 logger: logger
@@ -126,6 +132,7 @@ public struct HTTPDNSService: Sendable {
         } else {
             let application = Application(
                 router: makeRouter(),
+                server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
                 configuration: serverConfiguration,
                 onServerRunning: { await onListening($0.localAddress?.port ?? 0) },
                 logger: logger

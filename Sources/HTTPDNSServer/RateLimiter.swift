@@ -26,9 +26,13 @@ final class RateLimiter: Sendable {
         buckets.withLock { buckets in
             if buckets.count >= maxClients, buckets[client] == nil { buckets.removeAll(keepingCapacity: true) }
             var bucket = buckets[client] ?? Bucket(tokens: burst, updatedNanoseconds: nowNanoseconds)
-            let elapsed = Double(nowNanoseconds &- bucket.updatedNanoseconds) / 1e9
-            bucket.tokens = min(burst, bucket.tokens + max(0, elapsed) * ratePerSecond)
-            bucket.updatedNanoseconds = nowNanoseconds
+            // Concurrent requests read the clock before taking the lock, so `now` can be a little older than
+            // the bucket's time: that is no time passing, never a wrapped-around refill.
+            if nowNanoseconds > bucket.updatedNanoseconds {
+                let elapsed = Double(nowNanoseconds - bucket.updatedNanoseconds) / 1e9
+                bucket.tokens = min(burst, bucket.tokens + elapsed * ratePerSecond)
+                bucket.updatedNanoseconds = nowNanoseconds
+            }
             defer { buckets[client] = bucket }
             guard bucket.tokens >= 1 else { return (1 - bucket.tokens) / ratePerSecond }
             bucket.tokens -= 1

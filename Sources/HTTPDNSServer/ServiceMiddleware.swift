@@ -83,7 +83,11 @@ final class RequestMetrics: Sendable {
 
     private let timers = Mutex<[Key: Metrics.Timer]>([:])
 
+    /// Methods a client may send are unbounded over HTTP/2; the label keeps the usual ones and folds the rest.
+    private static let knownMethods: Set<HTTPRequest.Method> = [.get, .post, .head, .put, .delete, .patch, .options]
+
     func timer(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status) -> Metrics.Timer {
+        let method = Self.knownMethods.contains(method) ? method : HTTPRequest.Method("OTHER")!
         let key = Key(route: route, method: method, status: status)
         return timers.withLock { timers in
             if let timer = timers[key] { return timer }

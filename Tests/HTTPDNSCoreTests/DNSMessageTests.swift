@@ -73,6 +73,38 @@ import Testing
         #expect(error?.reason.contains(reason) == true, "\(error?.reason ?? "no error")")
     }
 
+    @Test func rejectsADotInsideALabel() {
+        var bytes: [UInt8] = [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+        bytes += [8] + Array("evil.com".utf8) + [0, 0, 1, 0, 1]
+        let error = #expect(throws: DNSMessageError.self) { try DNSMessage(parsingQuery: bytes) }
+        #expect(error?.reason.contains("contains a dot") == true)
+    }
+
+    /// A long chain of backward pointers is cut off after 127 hops instead of being walked to its end: each
+    /// question's name points at the previous question's name, so question N takes N - 1 hops.
+    @Test func rejectsALongPointerChain() {
+        var bytes: [UInt8] = [0, 1, 0, 0, 0, 200, 0, 0, 0, 0, 0, 0]
+        var previous = bytes.count
+        bytes += [1, 0x61, 0, 0, 1, 0, 1]
+        for _ in 1..<200 {
+            let here = bytes.count
+            bytes += [0xC0 | UInt8(previous >> 8), UInt8(previous & 0xFF), 0, 1, 0, 1]
+            previous = here
+        }
+        let error = #expect(throws: DNSMessageError.self) { try DNSMessage(parsingQuery: bytes) }
+        #expect(error?.reason.contains("too many compression pointers") == true, "\(error?.reason ?? "no error")")
+        // The same chain within the limit parses.
+        var short: [UInt8] = [0, 1, 0, 0, 0, 100, 0, 0, 0, 0, 0, 0]
+        previous = short.count
+        short += [1, 0x61, 0, 0, 1, 0, 1]
+        for _ in 1..<100 {
+            let here = short.count
+            short += [0xC0 | UInt8(previous >> 8), UInt8(previous & 0xFF), 0, 1, 0, 1]
+            previous = here
+        }
+        #expect((try? DNSMessage(parsingQuery: short))?.questions.count == 100)
+    }
+
     @Test func rejectsANameLongerThan255Bytes() {
         var bytes: [UInt8] = [0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]
         for _ in 0..<5 { bytes += [63] + [UInt8](repeating: 0x61, count: 63) }

@@ -113,6 +113,28 @@ import Testing
 
     // MARK: Pending bound
 
+    /// At the bound, a name with an expired entry is answered stale rather than refused: an overloaded
+    /// upstream is what serve-stale is for.
+    @Test func atTheBoundAnExpiredNameIsAnsweredStale() async throws {
+        let f = CacheFixture { $0.maxPendingQueries = 1; $0.refreshAheadFraction = 0 }
+        f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
+        f.source.script("b.example", ipv4: ["192.0.2.2"], ttl: 60)
+        _ = try await f.cache.resolve(host("b.example"), families: .ipv4)
+        f.clock.advance(seconds: 61)
+        f.source.hold("a.example")
+        try await withThrowingTaskGroup(of: Resolution.self) { group in
+            group.addTask { try await f.cache.resolve(host("a.example"), families: .ipv4) }
+            await f.source.waitForQueries("a.example")
+            let stale = try await f.cache.resolve(host("b.example"), families: .ipv4)
+            #expect(stale.stale)
+            #expect(stale.ipv4 == [v4("192.0.2.2")])
+            #expect(f.cache.stats.rejectedLookups == 0)
+            #expect(f.source.queryCount("b.example") == 1)
+            f.source.release("a.example")
+            for try await _ in group {}
+        }
+    }
+
     @Test func pastTheBoundOfPendingQueriesANewNameFailsAtOnce() async throws {
         let f = CacheFixture { $0.maxPendingQueries = 2 }
         for (index, name) in ["a.example", "b.example", "c.example"].enumerated() {

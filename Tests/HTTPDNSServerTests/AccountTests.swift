@@ -90,6 +90,17 @@ import Testing
         }
     }
 
+    /// Extreme expiries are refused as invalid, never computed with (an overflow would stop the process).
+    @Test func extremeExpiriesAreRefusedNotComputed() async throws {
+        try await fixture().test { client in
+            for t in ["-9223372036854775808", "9223372036854775807", "0", "-1", "17179869180"] {
+                let response = try await client.execute(uri: "/signed/sign_d?host=api.example.test&t=\(t)&s=00", method: .get)
+                #expect(response.status == .forbidden, "t=\(t)")
+                #expect(code(response) == "InvalidSignature", "t=\(t)")
+            }
+        }
+    }
+
     @Test func anOpenAccountAnswersUnsigned() async throws {
         try await fixture().test { client in
             let response = try await client.execute(uri: "/open/d?host=api.example.test", method: .get)

@@ -207,6 +207,11 @@ import Testing
             #expect(metrics.text.contains(#"http_server_request_duration_seconds_count{route="/d",method="GET",status="200"} 1"#))
             #expect(metrics.text.contains(#"httpdns_server_rejected_total{reason="invalid_host"} 1"#))
             #expect(!metrics.text.contains("api.example.test"))
+            // An unusual method is counted as OTHER: the label stays bounded whatever clients send.
+            _ = try await client.execute(uri: "/d", method: HTTPRequest.Method("PROPFIND")!)
+            let after = try await client.execute(uri: "/metrics", method: .get)
+            #expect(after.text.contains(#"method="OTHER""#))
+            #expect(!after.text.contains("PROPFIND"))
             #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
             // The stub answers readyz.invalid NXDOMAIN: an answer, so ready.
             #expect(try await client.execute(uri: "/readyz", method: .get).status == .ok)

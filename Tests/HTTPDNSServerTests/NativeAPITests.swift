@@ -1,6 +1,6 @@
 import Foundation
 import HTTPDNSCore
-import HTTPDNSServer
+@testable import HTTPDNSServer
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -129,6 +129,16 @@ import Testing
         }
     }
 
+    /// A request that read the clock before another one took the lock must not refill the bucket.
+    @Test func anOlderTimestampNeverRefillsTheBucket() {
+        let limiter = RateLimiterProbe(ratePerSecond: 1, burst: 2)
+        #expect(limiter.admit("a", nowNanoseconds: 10_000_000_000) == nil)
+        #expect(limiter.admit("a", nowNanoseconds: 10_000_000_000) == nil)
+        #expect(limiter.admit("a", nowNanoseconds: 9_999_000_000) != nil)
+        #expect(limiter.admit("a", nowNanoseconds: 10_000_000_000) != nil)
+        #expect(limiter.admit("a", nowNanoseconds: 11_000_000_000) == nil)
+    }
+
     @Test func clientsOverTheirRateGet429WithRetryAfter() async throws {
         let f = ServiceFixture(Self.dual) {
             $0.rateLimitPerSecond = 0.5
@@ -148,3 +158,5 @@ import Testing
         }
     }
 }
+
+typealias RateLimiterProbe = RateLimiter
