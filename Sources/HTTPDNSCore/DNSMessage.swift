@@ -62,6 +62,11 @@ public struct DNSMessage: Sendable, Hashable {
     public var responseCode: ResponseCode
     public var questions: [Question]
     public var answers: [Answer]
+    /// Whether the message carries an EDNS OPT record (RFC 6891). A response to a query with one carries one
+    /// too: a minimal OPT advertising ``ednsPayloadSize``, version 0, no options.
+    public var hasEDNS: Bool = false
+    /// The UDP payload size the OPT record of an encoded message advertises.
+    public static let ednsPayloadSize: UInt16 = 1232
 
     public init(
         id: UInt16,
@@ -108,8 +113,10 @@ extension DNSMessage {
             let recordClass = try reader.u16("question \(index + 1)")
             questions.append(Question(name: name, type: type, recordClass: recordClass))
         }
+        var hasEDNS = false
         for index in 0..<(Int(answerCount) + Int(authorityCount) + Int(additionalCount)) {
-            try reader.skipRecord("record \(index + 1) after the question")
+            let type = try reader.skipRecord("record \(index + 1) after the question")
+            if type == 41 && index >= Int(answerCount) + Int(authorityCount) { hasEDNS = true }
         }
         guard reader.isAtEnd else {
             throw DNSMessageError(reason: "\(reader.remaining) bytes follow the last record")
@@ -123,6 +130,7 @@ extension DNSMessage {
             responseCode: ResponseCode(rawValue: UInt8(flags & 0x0F)),
             questions: questions
         )
+        self.hasEDNS = hasEDNS
     }
 
     /// The message in wire format. Answers are written for the first question's name (a compression pointer
@@ -143,7 +151,7 @@ extension DNSMessage {
         u16(UInt16(questions.count))
         u16(questions.isEmpty ? 0 : UInt16(answers.count))
         u16(0)
-        u16(0)
+        u16(hasEDNS ? 1 : 0)
         for question in questions {
             for label in question.name.split(separator: ".", omittingEmptySubsequences: true) {
                 let utf8 = Array(label.utf8.prefix(63))
@@ -154,7 +162,17 @@ extension DNSMessage {
             u16(question.type)
             u16(question.recordClass)
         }
-        guard !questions.isEmpty else { return bytes }
+        func opt() {
+            bytes.append(0)  // the root name
+            u16(41)
+            u16(Self.ednsPayloadSize)
+            u32(0)  // extended rcode 0, version 0, no flags
+            u16(0)
+        }
+        guard !questions.isEmpty else {
+            if hasEDNS { opt() }
+            return bytes
+        }
         for answer in answers {
             u16(0xC00C)  // the first question's name, which starts right after the 12-byte header
             switch answer.address {
@@ -175,6 +193,7 @@ extension DNSMessage {
                 u32(UInt32(address.low & 0xFFFF_FFFF))
             }
         }
+        if hasEDNS { opt() }
         return bytes
     }
 }
@@ -262,10 +281,13 @@ private struct Reader {
         }
     }
 
-    mutating func skipRecord(_ part: String) throws(DNSMessageError) {
+    /// Steps over one resource record. Returns its type.
+    mutating func skipRecord(_ part: String) throws(DNSMessageError) -> UInt16 {
         try skipName(part)
-        try skip(8, part)  // type, class, TTL
+        let type = try u16(part)
+        try skip(6, part)  // class, TTL
         let dataLength = try u16(part)
         try skip(Int(dataLength), part)
+        return type
     }
 }

@@ -44,6 +44,9 @@ public struct Resolution: Sendable, Hashable {
     public var cached: Bool
     /// Whether the answer is expired and served because refreshing it failed (RFC 8767).
     public var stale: Bool
+    /// For a stale negative answer (returned, not thrown, so it can be served stale): which one it was. Nil for
+    /// every answer with addresses.
+    public var negativeAnswer: NegativeAnswer?
 
     init(answer: Answer, ttlSeconds: UInt32, cached: Bool, stale: Bool) {
         self.answer = answer
@@ -106,6 +109,7 @@ public struct Resolution: Sendable, Hashable {
 
     public static func == (lhs: Resolution, rhs: Resolution) -> Bool {
         lhs.ttlSeconds == rhs.ttlSeconds && lhs.cached == rhs.cached && lhs.stale == rhs.stale
+            && lhs.negativeAnswer == rhs.negativeAnswer
             && (lhs.answer === rhs.answer
                 || (lhs.host == rhs.host && lhs.ipv4 == rhs.ipv4 && lhs.ipv6 == rhs.ipv6
                     && lhs.originTTLSeconds == rhs.originTTLSeconds && lhs.source == rhs.source))
@@ -120,5 +124,6 @@ public struct Resolution: Sendable, Hashable {
         hasher.combine(source)
         hasher.combine(cached)
         hasher.combine(stale)
+        hasher.combine(negativeAnswer)
     }
 }

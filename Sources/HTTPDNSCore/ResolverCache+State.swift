@@ -329,7 +329,7 @@ extension ResolverCache {
             switch assemble(host, families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
             case .success(let assembled):
                 resolution = assembled
-            case .failure:
+            case .failure(let error):
                 resolution = Resolution(
                     host: host,
                     ipv4: [],
@@ -340,6 +340,7 @@ extension ResolverCache {
                     cached: true,
                     stale: true
                 )
+                resolution.negativeAnswer = error.code == .nameNotFound ? .nameNotFound : .noData
             }
             resolution.ttlSeconds = configuration.staleAnswerTTLSeconds
             resolution.stale = true

@@ -164,7 +164,9 @@ struct DoHAPI: Sendable {
         do {
             let resolution = try await resolver.resolve(host, families: AddressFamilies(family))
             let addresses = family == .ipv4 ? resolution.ipv4.map(IPAddress.v4) : resolution.ipv6.map(IPAddress.v6)
-            return Outcome(code: .noError, addresses: addresses, ttlSeconds: resolution.ttlSeconds)
+            // A stale NXDOMAIN stays NXDOMAIN.
+            let code: DNSMessage.ResponseCode = resolution.negativeAnswer == .nameNotFound ? .nameError : .noError
+            return Outcome(code: code, addresses: addresses, ttlSeconds: resolution.ttlSeconds)
         } catch let error as ResolutionError where error.code == .nameNotFound {
             return Outcome(code: .nameError, addresses: [], ttlSeconds: error.ttlSeconds ?? 0)
         } catch let error as ResolutionError where error.code == .noAddress {

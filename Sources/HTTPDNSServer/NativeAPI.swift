@@ -45,10 +45,10 @@ struct NativeAPI: Sendable {
         var records: [JSON] = []
         for (host, answer) in zip(hosts, answers) {
             if families.contains(.ipv4) {
-                records.append(Self.batchRecord(host, type: 1, answer.ipv4.map(\.description), answer))
+                records.append(Self.batchRecord(host, type: 1, answer.ipv4.map(\.description), ttl: familyTTL(host, .ipv4, answer), answer))
             }
             if families.contains(.ipv6) {
-                records.append(Self.batchRecord(host, type: 28, answer.ipv6.map(\.description), answer))
+                records.append(Self.batchRecord(host, type: 28, answer.ipv6.map(\.description), ttl: familyTTL(host, .ipv6, answer), answer))
             }
         }
         let maxAge = answers.map(\.ttlSeconds).min() ?? 0
@@ -85,12 +85,25 @@ struct NativeAPI: Sendable {
         }
     }
 
-    private static func batchRecord(_ host: HostName, type: Int, _ addresses: [String], _ answer: Answer) -> JSON {
+    /// One family's own TTL left, read back from the cache the batch just filled: each record of a batch carries
+    /// its family's TTL, not the smaller of the two. Falls back to the answer's TTL when the entry is gone.
+    private func familyTTL(_ host: HostName, _ family: AddressFamily, _ answer: Answer) -> UInt32 {
+        guard !answer.stale else { return answer.ttlSeconds }
+        do {
+            return try resolver.cachedResolution(host, families: AddressFamilies(family))?.ttlSeconds ?? answer.ttlSeconds
+        } catch let error as ResolutionError {
+            return error.ttlSeconds ?? answer.ttlSeconds
+        } catch {
+            return answer.ttlSeconds
+        }
+    }
+
+    private static func batchRecord(_ host: HostName, type: Int, _ addresses: [String], ttl: UInt32, _ answer: Answer) -> JSON {
         var members: [(String, JSON)] = [
             ("host", .string(host.value)),
             ("ips", .array(addresses.map(JSON.string))),
             ("type", .integer(type)),
-            ("ttl", .integer(Int(answer.ttlSeconds))),
+            ("ttl", .integer(Int(ttl))),
         ]
         if answer.stale { members.append(("stale", .bool(true))) }
         return .object(members)

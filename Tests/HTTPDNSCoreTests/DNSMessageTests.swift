@@ -16,6 +16,7 @@ import Testing
         #expect(!message.isResponse)
         #expect(message.recursionDesired)
         #expect(message.questions == [DNSMessage.Question(name: "www.example.com", type: 1)])
+        #expect(message.hasEDNS)
     }
 
     @Test func encodesAResponseThatParsesBackWithItsAnswers() throws {
@@ -27,18 +28,28 @@ import Testing
             .init(address: .v6(IPv6Address("2001:db8::10")!), ttlSeconds: 30),
         ]
         let bytes = response.encoded()
-        // Header: id, QR|RD|RA, one question, two answers.
-        #expect(Array(bytes[0..<12]) == [0x12, 0x34, 0x81, 0x80, 0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00])
+        // Header: id, QR|RD|RA, one question, two answers, and the OPT record answering the query's.
+        #expect(Array(bytes[0..<12]) == [0x12, 0x34, 0x81, 0x80, 0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01])
         // First answer: pointer to the question name, A, IN, TTL 57, 4 bytes of address.
         let first = 12 + 17 + 4
         #expect(Array(bytes[first..<(first + 16)]) == [0xC0, 0x0C, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x39, 0x00, 0x04, 192, 0, 2, 10])
         let second = first + 16
         #expect(Array(bytes[second..<(second + 12)]) == [0xC0, 0x0C, 0x00, 0x1C, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1E, 0x00, 0x10])
-        #expect(bytes.count == second + 12 + 16)
+        let opt = second + 12 + 16
+        // OPT: root name, type 41, payload size 1232, extended rcode/version/flags 0, no data.
+        #expect(Array(bytes[opt...]) == [0x00, 0x00, 0x29, 0x04, 0xD0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00])
         // The answers are well formed records: the parser skips them without complaint.
         let reparsed = try DNSMessage(parsingQuery: bytes)
         #expect(reparsed.isResponse && reparsed.recursionAvailable)
         #expect(reparsed.questions == response.questions)
+        #expect(reparsed.hasEDNS)
+    }
+
+    @Test func aQueryWithoutEDNSGetsNoOPT() throws {
+        let plain = DNSMessage(id: 1, questions: [.init(name: "a.example", type: 1)])
+        let reparsed = try DNSMessage(parsingQuery: plain.encoded())
+        #expect(!reparsed.hasEDNS)
+        #expect(plain.encoded()[11] == 0)
     }
 
     @Test func keepsTheResponseCode() throws {

@@ -110,6 +110,22 @@ import Testing
         }
     }
 
+    /// An expired NXDOMAIN served stale (the upstream failing) is still NXDOMAIN, with the stale TTL.
+    @Test func aStaleNXDOMAINStaysNXDOMAIN() async throws {
+        let f = ServiceFixture(NativeAPITests.dual)
+        try await f.test { client in
+            let uri = "/dns-query?dns=\(Self.base64URL(Self.query("missing.example.test", type: 1)))"
+            _ = try await client.execute(uri: uri, method: .get)
+            f.source.set("missing.example.test", .failure(.timeout))
+            f.clock.advance(seconds: 31)
+            let response = try await client.execute(uri: uri, method: .get)
+            #expect(try Decoded(Array(buffer: response.body)).rcode == 3)
+            #expect(response.headers[.cacheControl] == "max-age=30")
+            let json = try await client.execute(uri: "/dns-query?name=missing.example.test", method: .get)
+            #expect(json.text.hasPrefix(#"{"Status":3,"#))
+        }
+    }
+
     @Test func otherTypesAreNotImplementedAndOddNamesRefused() async throws {
         let f = ServiceFixture(NativeAPITests.dual)
         try await f.test { client in

@@ -107,6 +107,8 @@ import Testing
         }
     }
 
+    /// Each record carries its own family's TTL (v4.example.test: A 120, the missing AAAA 30); Cache-Control
+    /// follows the smallest.
     @Test func batchAnswersEveryHostAndFamilyInOrder() async throws {
         let f = ServiceFixture(Self.dual)
         try await f.test { client in
@@ -114,7 +116,7 @@ import Testing
             #expect(response.status == .ok)
             #expect(
                 response.text
-                    == #"{"dns":[{"host":"api.example.test","ips":["192.0.2.10"],"type":1,"ttl":60},{"host":"api.example.test","ips":["2001:db8::10"],"type":28,"ttl":60},{"host":"v4.example.test","ips":["192.0.2.11","192.0.2.12"],"type":1,"ttl":30},{"host":"v4.example.test","ips":[],"type":28,"ttl":30}]}"#
+                    == #"{"dns":[{"host":"api.example.test","ips":["192.0.2.10"],"type":1,"ttl":60},{"host":"api.example.test","ips":["2001:db8::10"],"type":28,"ttl":60},{"host":"v4.example.test","ips":["192.0.2.11","192.0.2.12"],"type":1,"ttl":120},{"host":"v4.example.test","ips":[],"type":28,"ttl":30}]}"#
             )
             #expect(response.headers[.cacheControl] == "max-age=30")
         }
