@@ -3,7 +3,7 @@
 #   dnsperf (the ceiling), httpdns through c-ares, and getaddrinfo on a thread pool.
 # Prints each rate and the ratios. Needs root (unbound on port 53 of 127.0.0.77, so that a resolv.conf can
 # point glibc at it, and a private mount namespace for that resolv.conf) and Debian's unbound and dnsperf.
-# Usage: scripts/bench-cold.sh [NAMES] [IN_FLIGHT]
+# Usage: scripts/bench-cold.sh [NAMES] [IN_FLIGHT]    (HTTPDNS_BIN=… to use another httpdns binary)
 set -euo pipefail
 names=${1:-50000}
 inflight=${2:-64}
@@ -21,8 +21,12 @@ for tool in unbound dnsperf unshare python3; do
   command -v "$tool" >/dev/null || { echo "bench-cold: $tool is missing (apt-get install unbound dnsperf)" >&2; exit 2; }
 done
 
-(cd "$here" && swift build -c release --product httpdns >/dev/null)
-httpdns="$here/.build/release/httpdns"
+if [ -n "${HTTPDNS_BIN:-}" ]; then
+  httpdns=$HTTPDNS_BIN
+else
+  (cd "$here" && swift build -c release --product httpdns >/dev/null)
+  httpdns="$here/.build/release/httpdns"
+fi
 
 python3 - "$work" "$names" <<'PY'
 import sys
@@ -68,14 +72,21 @@ printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$address" > "$work/resol
 dnsperf_qps=$(dnsperf -s "$address" -p 53 -d "$work/names.txt" -n 1 -q "$inflight" -c 1 2>&1 | awk '/Queries per second/ {print $4}')
 cares_json=$("$httpdns" bench cold --resolver cares --dns "$address:53" --names-file "$work/names.txt" --concurrency "$inflight" --json)
 gai_json=$(unshare -m sh -c "mount --bind '$work/resolv.conf' /etc/resolv.conf && exec '$httpdns' bench cold --resolver getaddrinfo --names-file '$work/names.txt' --concurrency '$inflight' --json")
+# Also at the size of a default blocking-I/O pool (SwiftNIO's NIOThreadPool, which its getaddrinfo resolver uses,
+# has one thread per core): what a backend resolving through getaddrinfo typically gets.
+cores=$(nproc)
+gai_pool_json=$(unshare -m sh -c "mount --bind '$work/resolv.conf' /etc/resolv.conf && exec '$httpdns' bench cold --resolver getaddrinfo --names-file '$work/names.txt' --concurrency '$cores' --json")
 
-python3 - "$dnsperf_qps" "$cares_json" "$gai_json" "$names" "$inflight" <<'PY'
+python3 - "$dnsperf_qps" "$cares_json" "$gai_json" "$names" "$inflight" "$gai_pool_json" "$cores" <<'PY'
 import json, sys
 dnsperf = float(sys.argv[1]); cares = json.loads(sys.argv[2]); gai = json.loads(sys.argv[3])
 names, inflight = sys.argv[4], sys.argv[5]
+pool, cores = json.loads(sys.argv[6]), sys.argv[7]
 c, g = cares["lookupsPerSecond"], gai["lookupsPerSecond"]
 print(f"cold lookups, {names} distinct names (A), {inflight} in flight, one local unbound (1 thread)")
 print(f"  dnsperf (ceiling):          {dnsperf:10.0f} queries/s")
 print(f"  httpdns via c-ares:         {c:10.0f} lookups/s  ({cares['failures']} failed)  ratio to dnsperf {c / dnsperf:.2f}x  (target >= 0.30x)")
 print(f"  getaddrinfo, {inflight} threads:   {g:10.0f} lookups/s  ({gai['failures']} failed)  c-ares / getaddrinfo {c / g:.2f}x  (target >= 3.00x)")
+p = pool["lookupsPerSecond"]
+print(f"  getaddrinfo, {cores} threads (one per core, a default blocking pool): {p:10.0f} lookups/s  c-ares / that {c / p:.2f}x")
 PY
