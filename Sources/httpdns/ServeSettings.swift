@@ -148,10 +148,22 @@ struct ServeSettings {
             guard let fields = entry as? [String: Any], let secret = fields["secret"] as? String, !secret.isEmpty else {
                 throw Invalid(description: "\(origin): account '\(id)' needs a non-empty \"secret\"")
             }
+            let known: Set = ["secret", "requireSignature", "allowMD5Signature"]
+            if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
+                throw Invalid(description: "\(origin): account '\(id)' has an unknown key '\(unknown)' (known: secret, requireSignature, allowMD5Signature)")
+            }
+            func flag(_ key: String, default value: Bool) throws -> Bool {
+                guard let field = fields[key] else { return value }
+                // JSONSerialization gives numbers and booleans alike as NSNumber; a boolean's type code is "c".
+                guard let number = field as? NSNumber, String(cString: number.objCType) == "c" else {
+                    throw Invalid(description: "\(origin): account '\(id)' key '\(key)' must be true or false")
+                }
+                return number.boolValue
+            }
             accounts[id] = .init(
                 secret: secret,
-                requireSignature: fields["requireSignature"] as? Bool ?? true,
-                allowMD5Signature: fields["allowMD5Signature"] as? Bool ?? false
+                requireSignature: try flag("requireSignature", default: true),
+                allowMD5Signature: try flag("allowMD5Signature", default: false)
             )
         }
         self.accounts = accounts

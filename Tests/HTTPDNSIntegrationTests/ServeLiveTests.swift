@@ -237,6 +237,17 @@ struct ServeLiveTests {
         #expect(halfTLS.status == .exited(2))
         #expect(halfTLS.stderr.contains("tlsKey"))
 
+        // Account entries are checked as strictly as the rest: a mistyped key or a quoted boolean is refused.
+        for (entry, fragment) in [
+            (#"{"accounts": {"app": {"secret": "x", "requireSignatur": false}}}"#, "requireSignatur"),
+            (#"{"accounts": {"app": {"secret": "x", "requireSignature": "false"}}}"#, "requireSignature"),
+        ] {
+            try entry.write(toFile: file, atomically: true, encoding: .utf8)
+            let badAccount = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--config", file])
+            #expect(badAccount.status == .exited(2))
+            #expect(badAccount.stderr.contains(fragment), "\(badAccount.stderr)")
+        }
+
         // Readable files that are not PEM: refused before listening, naming the file.
         let notPEM = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--tls-cert", file, "--tls-key", file])
         #expect(notPEM.status == .exited(2))
