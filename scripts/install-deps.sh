@@ -17,5 +17,19 @@ done
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "installing: ${missing[*]}" >&2
+# Several of these packages ship a service (unbound, prometheus, nginx, dnsdist) that Debian starts on install,
+# some on every interface. The tests and benchmarks start their own instances on loopback, so keep the packaged
+# services from starting: policy-rc.d for the install, and disabled afterwards where systemd runs.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod +x "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ -d /run/systemd/system ]; then
+  for service in unbound prometheus nginx dnsdist; do
+    $sudo systemctl disable --now "$service" >/dev/null 2>&1 || true
+  done
+fi
