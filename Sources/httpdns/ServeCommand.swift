@@ -53,6 +53,7 @@ struct ServeCommand: AsyncParsableCommand {
             if let logLevel { try settings.apply("logLevel", logLevel, from: "--log-level") }
             _ = try settings.serverConfiguration().tlsConfiguration()
             _ = try settings.upstreamServers()
+            _ = try settings.cacheConfiguration()
         } catch {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
@@ -64,10 +65,12 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "httpdns")
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
 
-        let sourceConfiguration = CAresSource.Configuration(
+        var sourceConfiguration = CAresSource.Configuration(
             servers: try settings.upstreamServers(),
             transport: settings.upstreamTCP ? .tcp : .udp
         )
+        sourceConfiguration.timeoutMs = settings.upstreamTimeoutMs
+        sourceConfiguration.tries = settings.upstreamTries
         let source: CAresSource
         do {
             source = try CAresSource(configuration: sourceConfiguration, logger: logger)
@@ -75,7 +78,7 @@ struct ServeCommand: AsyncParsableCommand {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-        let cache = ResolverCache(source: source, logger: logger)
+        let cache = ResolverCache(source: source, configuration: try settings.cacheConfiguration(), logger: logger)
         let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, registry: registry)
         logger.info(
             "starting",

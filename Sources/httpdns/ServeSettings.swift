@@ -1,4 +1,5 @@
 import Foundation
+import HTTPDNSCAres
 import HTTPDNSCore
 import HTTPDNSServer
 
@@ -18,6 +19,9 @@ struct ServeSettings {
     var rateLimitBurst = 200.0
     var logLevel = "info"
     var accounts: [String: HTTPDNSServerConfiguration.Account] = [:]
+    var upstreamTimeoutMs = CAresSource.Configuration().timeoutMs
+    var upstreamTries = CAresSource.Configuration().tries
+    var cache = ResolverCache.Configuration()
 
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -37,6 +41,13 @@ struct ServeSettings {
         ("rateLimitBurst", "HTTPDNS_RATE_LIMIT_BURST"),
         ("logLevel", "HTTPDNS_LOG_LEVEL"),
         ("accounts", "HTTPDNS_ACCOUNTS_FILE"),
+        ("upstreamTimeoutMs", "HTTPDNS_UPSTREAM_TIMEOUT_MS"),
+        ("upstreamTries", "HTTPDNS_UPSTREAM_TRIES"),
+        ("cacheMaxEntries", "HTTPDNS_CACHE_MAX_ENTRIES"),
+        ("cacheMinTTLSeconds", "HTTPDNS_CACHE_MIN_TTL_SECONDS"),
+        ("cacheMaxTTLSeconds", "HTTPDNS_CACHE_MAX_TTL_SECONDS"),
+        ("cacheNegativeTTLSeconds", "HTTPDNS_CACHE_NEGATIVE_TTL_SECONDS"),
+        ("cacheMaxStaleSeconds", "HTTPDNS_CACHE_MAX_STALE_SECONDS"),
     ]
 
     /// Reads a JSON configuration file.
@@ -90,6 +101,13 @@ struct ServeSettings {
             if let text = value as? String, let number = Double(text), number >= 0 { return number }
             throw Invalid(description: "\(origin) must be a number ≥ 0, not '\(value)'")
         }
+        func seconds() throws -> UInt32 {
+            let number = try nonNegativeNumber()
+            guard number == number.rounded(), number <= Double(UInt32.max) else {
+                throw Invalid(description: "\(origin) must be a whole number of seconds, not '\(value)'")
+            }
+            return UInt32(number)
+        }
         switch key {
         case "listen": listen = try string()
         case "upstream":
@@ -113,6 +131,13 @@ struct ServeSettings {
         case "maxDNSMessageBytes": maxDNSMessageBytes = try positiveInteger()
         case "rateLimitPerSecond": rateLimitPerSecond = try nonNegativeNumber()
         case "rateLimitBurst": rateLimitBurst = max(1, try nonNegativeNumber())
+        case "upstreamTimeoutMs": upstreamTimeoutMs = try positiveInteger()
+        case "upstreamTries": upstreamTries = try positiveInteger()
+        case "cacheMaxEntries": cache.maxEntries = try positiveInteger()
+        case "cacheMinTTLSeconds": cache.minTTLSeconds = try seconds()
+        case "cacheMaxTTLSeconds": cache.maxTTLSeconds = try seconds()
+        case "cacheNegativeTTLSeconds": cache.negativeTTLSeconds = try seconds()
+        case "cacheMaxStaleSeconds": cache.maxStaleSeconds = try seconds()
         case "logLevel":
             let level = try string()
             guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) else {
@@ -187,6 +212,18 @@ struct ServeSettings {
         configuration.rateLimitPerSecond = rateLimitPerSecond
         configuration.rateLimitBurst = rateLimitBurst
         configuration.accounts = accounts
+        return configuration
+    }
+
+    /// The cache settings, checked as a whole.
+    func cacheConfiguration() throws -> ResolverCache.Configuration {
+        guard cache.minTTLSeconds <= cache.maxTTLSeconds else {
+            throw Invalid(description: "cacheMinTTLSeconds (\(cache.minTTLSeconds)) is larger than cacheMaxTTLSeconds (\(cache.maxTTLSeconds))")
+        }
+        var configuration = cache
+        // The negative TTL c-ares cannot report must fit the negative clamps.
+        configuration.maxNegativeTTLSeconds = max(configuration.maxNegativeTTLSeconds, configuration.negativeTTLSeconds)
+        configuration.minNegativeTTLSeconds = min(configuration.minNegativeTTLSeconds, configuration.negativeTTLSeconds)
         return configuration
     }
 

@@ -216,6 +216,22 @@ struct ServeLiveTests {
         }
     }
 
+    /// The cache and the upstream are tuned from the service's settings: here the TTL ceiling.
+    @Test func cacheSettingsReachTheCache() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            let server = try Server.start(
+                ["--upstream", dns.address.description],
+                environment: ["HTTPDNS_CACHE_MAX_TTL_SECONDS": "100", "HTTPDNS_UPSTREAM_TIMEOUT_MS": "500", "HTTPDNS_UPSTREAM_TRIES": "1"]
+            )
+            defer { server.stop() }
+            let curl = try await ChildProcess.run(
+                executable: try Self.tool("curl"),
+                arguments: ["-s", "http://127.0.0.1:\(server.port)/d?host=serve.test"]
+            )
+            #expect(curl.stdout == #"{"host":"serve.test","ips":["127.0.0.1"],"ttl":100,"origin_ttl":300}"#)
+        }
+    }
+
     @Test func invalidSettingsStopStartUpNamingTheKey() async throws {
         let httpdns = try ResolveCommandTests.executablePath()
         let badListen = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--listen", "nonsense"])
@@ -232,6 +248,12 @@ struct ServeLiveTests {
         let badFile = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--config", file])
         #expect(badFile.status == .exited(2))
         #expect(badFile.stderr.contains("maxHostsPerBach"))
+
+        let clamps = try await Self.shell(
+            "HTTPDNS_CACHE_MIN_TTL_SECONDS=600 HTTPDNS_CACHE_MAX_TTL_SECONDS=60 '\(httpdns)' serve"
+        )
+        #expect(clamps.status == .exited(2))
+        #expect(clamps.stderr.contains("cacheMinTTLSeconds"))
 
         let halfTLS = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--tls-cert", file])
         #expect(halfTLS.status == .exited(2))
