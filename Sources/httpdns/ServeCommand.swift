@@ -42,6 +42,10 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var settings = ServeSettings()
+        // Everything is checked here, once, so that any bad setting exits 2 before anything starts.
+        let serverConfiguration: HTTPDNSServerConfiguration
+        let upstreamServers: [DNSServerAddress]
+        let cacheConfiguration: ResolverCache.Configuration
         do {
             if let path = config ?? environment["HTTPDNS_CONFIG"] { try settings.apply(file: path) }
             try settings.apply(environment: environment)
@@ -51,14 +55,14 @@ struct ServeCommand: AsyncParsableCommand {
             if let tlsCert { try settings.apply("tlsCert", tlsCert, from: "--tls-cert") }
             if let tlsKey { try settings.apply("tlsKey", tlsKey, from: "--tls-key") }
             if let logLevel { try settings.apply("logLevel", logLevel, from: "--log-level") }
-            _ = try settings.serverConfiguration().tlsConfiguration()
-            _ = try settings.upstreamServers()
-            _ = try settings.cacheConfiguration()
+            serverConfiguration = try settings.serverConfiguration()
+            _ = try serverConfiguration.tlsConfiguration()
+            upstreamServers = try settings.upstreamServers()
+            cacheConfiguration = try settings.cacheConfiguration()
         } catch {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-        let serverConfiguration = try settings.serverConfiguration()
 
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -66,7 +70,7 @@ struct ServeCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
 
         var sourceConfiguration = CAresSource.Configuration(
-            servers: try settings.upstreamServers(),
+            servers: upstreamServers,
             transport: settings.upstreamTCP ? .tcp : .udp
         )
         sourceConfiguration.timeoutMs = settings.upstreamTimeoutMs
@@ -78,7 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-        let cache = ResolverCache(source: source, configuration: try settings.cacheConfiguration(), logger: logger)
+        let cache = ResolverCache(source: source, configuration: cacheConfiguration, logger: logger)
         let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, registry: registry)
         logger.info(
             "starting",

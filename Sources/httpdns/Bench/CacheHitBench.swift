@@ -134,39 +134,3 @@ struct CacheHitBench: AsyncParsableCommand {
         }
     }
 }
-
-enum System {
-    /// Cores online.
-    static var coreCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
-
-    /// Resident memory of this process, from /proc/self/statm.
-    static func residentBytes() -> Int {
-        guard let file = fopen("/proc/self/statm", "r") else { return 0 }
-        defer { fclose(file) }
-        var size = 0
-        var resident = 0
-        guard
-            withUnsafeMutablePointer(
-                to: &size,
-                { sizePointer in
-                    withUnsafeMutablePointer(to: &resident) { residentPointer in
-                        readTwoNumbers(file, sizePointer, residentPointer)
-                    }
-                }
-            )
-        else { return 0 }
-        return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
-    }
-
-    private static func readTwoNumbers(_ file: UnsafeMutablePointer<FILE>, _ first: UnsafeMutablePointer<Int>, _ second: UnsafeMutablePointer<Int>)
-        -> Bool
-    {
-        var line = [CChar](repeating: 0, count: 256)
-        guard fgets(&line, Int32(line.count), file) != nil else { return false }
-        let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).split(separator: " ")
-        guard fields.count >= 2, let a = Int(fields[0]), let b = Int(fields[1]) else { return false }
-        first.pointee = a
-        second.pointee = b
-        return true
-    }
-}
