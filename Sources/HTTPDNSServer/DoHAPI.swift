@@ -1,6 +1,7 @@
 import HTTPDNSCore
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 
 /// DNS over HTTPS (RFC 8484, WIRE-FORMATS.md §2) and JSON DNS (§3), both at `/dns-query`.
@@ -13,15 +14,26 @@ struct DoHAPI: Sendable {
 
     /// `GET /dns-query?dns=…` (wire format) or `GET /dns-query?name=…&type=…` (JSON).
     func get(_ request: Request) async throws -> Response {
-        let parameters = request.uri.queryParameters
+        Response(await answer(try Self.getQuestion(request.uri.queryParameters)))
+    }
+
+    /// `GET /dns-query` answered from the cache without suspending, for ``CacheHitHandler``; nil when upstream
+    /// must be asked or the request is not a valid one (``get(_:)`` answers both).
+    func cachedGet(_ parameters: FlatDictionary<Substring, Substring>) -> Reply? {
+        guard let question = try? Self.getQuestion(parameters) else { return nil }
+        guard let target = question.target else { return question.reply(nil) }
+        return cachedLookUp(target.host, target.family).map(question.reply)
+    }
+
+    private static func getQuestion(_ parameters: FlatDictionary<Substring, Substring>) throws -> Question {
         if let encoded = parameters["dns"] {
             guard let bytes = Base64URL.decode(encoded), !bytes.isEmpty else {
                 throw Self.malformed("the dns parameter is not base64url")
             }
-            return try await answerWire(bytes)
+            return try wireQuestion(bytes)
         }
         if let name = parameters["name"] {
-            return try await answerJSON(name: name, type: parameters["type"])
+            return try jsonQuestion(name: name, type: parameters["type"])
         }
         throw ServiceError.missingArgument("dns")
     }
@@ -50,20 +62,50 @@ struct DoHAPI: Sendable {
             )
         }
         guard body.readableBytes > 0 else { throw Self.malformed("the body is empty") }
-        return try await answerWire(Array(buffer: body))
+        return Response(await answer(try Self.wireQuestion(Array(buffer: body))))
+    }
+
+    private func answer(_ question: Question) async -> Reply {
+        guard let target = question.target else { return question.reply(nil) }
+        return question.reply(await lookUp(target.host, target.family))
+    }
+
+    /// A request understood: the lookup it needs, if any, and how to answer once the lookup is done.
+    private enum Question {
+        case wire(DNSMessage, QuestionKind)
+        case json(HostName, AddressFamily)
+
+        var target: (host: HostName, family: AddressFamily)? {
+            switch self {
+            case .wire(_, .resolve(let host, let family)), .json(let host, let family): (host, family)
+            case .wire: nil
+            }
+        }
+
+        func reply(_ outcome: Outcome?) -> Reply {
+            switch self {
+            case .wire(let message, let kind): DoHAPI.wireReply(message, kind, outcome)
+            case .json(let host, let family): DoHAPI.jsonReply(host, family, outcome!)
+            }
+        }
     }
 
     // MARK: - Wire format
 
-    private func answerWire(_ bytes: [UInt8]) async throws -> Response {
-        var message: DNSMessage
+    private static func wireQuestion(_ bytes: [UInt8]) throws -> Question {
+        let message: DNSMessage
         do {
             message = try DNSMessage(parsingQuery: bytes)
         } catch {
             throw Self.malformed(error.reason)
         }
         guard !message.isResponse else { throw Self.malformed("the message is a response, not a query") }
-        let kind = Self.classify(message.opcode, message.questions.count, message.questions.first)
+        return .wire(message, classify(message.opcode, message.questions.count, message.questions.first))
+    }
+
+    /// The response message; `outcome` is the lookup's for a `.resolve` question, unused for the others.
+    private static func wireReply(_ query: DNSMessage, _ kind: QuestionKind, _ outcome: Outcome?) -> Reply {
+        var message = query
         message.isResponse = true
         message.recursionAvailable = true
         message.questions = Array(message.questions.prefix(1))
@@ -75,15 +117,15 @@ struct DoHAPI: Sendable {
             message.responseCode = .notImplemented
         case .refused:
             message.responseCode = .refused
-        case .resolve(let host, let family):
-            let outcome = await lookUp(host, family)
+        case .resolve:
+            let outcome = outcome!
             message.responseCode = outcome.code
             message.answers = outcome.addresses.map { DNSMessage.Answer(address: $0, ttlSeconds: outcome.ttlSeconds) }
             maxAge = outcome.ttlSeconds
         }
         var headers: HTTPFields = [.contentType: Self.messageType]
         headers[.cacheControl] = message.responseCode == .serverFailure ? "no-store" : "max-age=\(maxAge)"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: message.encoded())))
+        return Reply(headers: headers, body: ByteBuffer(bytes: message.encoded()))
     }
 
     private enum QuestionKind {
@@ -107,7 +149,7 @@ struct DoHAPI: Sendable {
 
     // MARK: - JSON
 
-    private func answerJSON(name: Substring, type: Substring?) async throws -> Response {
+    private static func jsonQuestion(name: Substring, type: Substring?) throws -> Question {
         let family: AddressFamily
         switch type?.uppercased() {
         case nil, "A", "1": family = .ipv4
@@ -120,8 +162,10 @@ struct DoHAPI: Sendable {
                 rejectionReason: "invalid_query"
             )
         }
-        let host = try NativeAPI.hostName(name)
-        let outcome = await lookUp(host, family)
+        return .json(try NativeAPI.hostName(name), family)
+    }
+
+    private static func jsonReply(_ host: HostName, _ family: AddressFamily, _ outcome: Outcome) -> Reply {
         let fqdn = host.fullyQualified
         var members: [(String, JSON)] = [
             ("Status", .integer(Int(outcome.code.rawValue))),
@@ -147,7 +191,7 @@ struct DoHAPI: Sendable {
         }
         var headers: HTTPFields = [.contentType: Self.jsonType]
         headers[.cacheControl] = outcome.code == .serverFailure ? "no-store" : "max-age=\(outcome.ttlSeconds)"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSON.object(members).text)))
+        return Reply(headers: headers, body: ByteBuffer(string: JSON.object(members).text))
     }
 
     // MARK: - Resolution
@@ -162,17 +206,36 @@ struct DoHAPI: Sendable {
     /// upstream failed and nothing could be served stale.
     private func lookUp(_ host: HostName, _ family: AddressFamily) async -> Outcome {
         do {
-            let resolution = try await resolver.resolve(host, families: AddressFamilies(family))
-            let addresses = family == .ipv4 ? resolution.ipv4.map(IPAddress.v4) : resolution.ipv6.map(IPAddress.v6)
-            // A stale NXDOMAIN stays NXDOMAIN.
-            let code: DNSMessage.ResponseCode = resolution.negativeAnswer == .nameNotFound ? .nameError : .noError
-            return Outcome(code: code, addresses: addresses, ttlSeconds: resolution.ttlSeconds)
-        } catch let error as ResolutionError where error.code == .nameNotFound {
-            return Outcome(code: .nameError, addresses: [], ttlSeconds: error.ttlSeconds ?? 0)
-        } catch let error as ResolutionError where error.code == .noAddress {
-            return Outcome(code: .noError, addresses: [], ttlSeconds: error.ttlSeconds ?? 0)
+            return Self.outcome(try await resolver.resolve(host, families: AddressFamilies(family)), family)
         } catch {
-            return Outcome(code: .serverFailure, addresses: [], ttlSeconds: 0)
+            return Self.outcome(error)
+        }
+    }
+
+    /// ``lookUp(_:_:)`` from the cache alone; nil when upstream must be asked.
+    private func cachedLookUp(_ host: HostName, _ family: AddressFamily) -> Outcome? {
+        do {
+            return try resolver.cachedResolution(host, families: AddressFamilies(family)).map { Self.outcome($0, family) }
+        } catch let error as ResolutionError where error.code.isNegativeAnswer {
+            return Self.outcome(error)
+        } catch {
+            return nil
+        }
+    }
+
+    private static func outcome(_ resolution: Resolution, _ family: AddressFamily) -> Outcome {
+        let addresses = family == .ipv4 ? resolution.ipv4.map(IPAddress.v4) : resolution.ipv6.map(IPAddress.v6)
+        // A stale NXDOMAIN stays NXDOMAIN.
+        let code: DNSMessage.ResponseCode = resolution.negativeAnswer == .nameNotFound ? .nameError : .noError
+        return Outcome(code: code, addresses: addresses, ttlSeconds: resolution.ttlSeconds)
+    }
+
+    private static func outcome(_ error: any Error) -> Outcome {
+        guard let error = error as? ResolutionError else { return Outcome(code: .serverFailure, addresses: [], ttlSeconds: 0) }
+        switch error.code {
+        case .nameNotFound: return Outcome(code: .nameError, addresses: [], ttlSeconds: error.ttlSeconds ?? 0)
+        case .noAddress: return Outcome(code: .noError, addresses: [], ttlSeconds: error.ttlSeconds ?? 0)
+        default: return Outcome(code: .serverFailure, addresses: [], ttlSeconds: 0)
         }
     }
 

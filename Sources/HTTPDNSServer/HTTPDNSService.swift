@@ -1,7 +1,7 @@
 import HTTPDNSCore
 import HTTPTypes
 import Hummingbird
-import HummingbirdHTTP2
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOSSL
@@ -18,8 +18,11 @@ public struct HTTPDNSService: Sendable {
     public let resolver: ResolverCache
     /// Where `/metrics` reads from; the caller bootstraps swift-metrics with a factory writing to it.
     public let registry: PrometheusCollectorRegistry
-    private let clock: any MonotonicClock
     private let unixTime: @Sendable () -> Int64
+    private let native: NativeAPI
+    private let doh: DoHAPI
+    private let admission: Admission
+    private let requestMetrics = RequestMetrics()
 
     public init(
         configuration: HTTPDNSServerConfiguration,
@@ -31,21 +34,17 @@ public struct HTTPDNSService: Sendable {
         self.configuration = configuration
         self.resolver = resolver
         self.registry = registry
-        self.clock = clock
         self.unixTime = unixTime
+        native = NativeAPI(resolver: resolver, configuration: configuration)
+        doh = DoHAPI(resolver: resolver, configuration: configuration)
+        admission = Admission(configuration: configuration, clock: clock)
     }
 
     /// The routes, with the service's middleware in front.
     public func makeRouter() -> Router<HTTPDNSRequestContext> {
         let router = Router(context: HTTPDNSRequestContext.self)
-        let rateLimiter =
-            configuration.rateLimitPerSecond > 0
-            ? RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
-            : nil
-        router.add(middleware: ServiceMiddleware(configuration: configuration, rateLimiter: rateLimiter, clock: clock))
-
-        let native = NativeAPI(resolver: resolver, configuration: configuration)
-        let doh = DoHAPI(resolver: resolver, configuration: configuration)
+        router.add(middleware: ServiceMiddleware(admission: admission, requestMetrics: requestMetrics))
+        let (native, doh) = (native, doh)
         let authenticator = AccountAuthenticator(
             accounts: configuration.accounts,
             maxValiditySeconds: configuration.signatureMaxValiditySeconds,
@@ -110,35 +109,41 @@ public struct HTTPDNSService: Sendable {
     /// finish, and returns. Plain HTTP/1.1, or TLS offering `h2` and `http/1.1` when a certificate is configured.
     /// - Parameter onListening: called with the bound port once the server listens (port 0 picks one).
     public func run(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let serverConfiguration = ApplicationConfiguration(
-            address: .hostname(configuration.host, port: configuration.port),
-            serverName: nil
-        )
+        try await makeApplication(logger: logger, onListening: onListening).runService()
+    }
+
+    /// The service as a Hummingbird application, with cache hits for `/d` and `/dns-query` answered on the event
+    /// loop (``CacheHitHandler``) and everything else through ``makeRouter()``.
+    public func makeApplication(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+        let cacheHits = cacheHitResponder(logger: logger)
+        let idleTimeout = Duration.seconds(configuration.idleTimeoutSeconds)
+        let server: HTTPServerBuilder
         if let tls = try configuration.tlsConfiguration() {
-            let application = Application(
-                router: makeRouter(),
-                server: try .http2Upgrade(
-                    tlsConfiguration: tls,
-                    configuration: .init(
-                        idleTimeout: .seconds(configuration.idleTimeoutSeconds),
-                        streamConfiguration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))
-                    )
-                ),
-                configuration: serverConfiguration,
-                onServerRunning: { await onListening($0.localAddress?.port ?? 0) },
-                logger: logger
-            )
-            try await application.runService()
+            let sslContext = try ServiceTLSChannel.makeSSLContext(tls)
+            server = HTTPServerBuilder { responder in
+                ServiceTLSChannel(sslContext: sslContext, responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
+            }
         } else {
-            let application = Application(
-                router: makeRouter(),
-                server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
-                configuration: serverConfiguration,
-                onServerRunning: { await onListening($0.localAddress?.port ?? 0) },
-                logger: logger
-            )
-            try await application.runService()
+            server = HTTPServerBuilder { responder in
+                ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
+            }
         }
+        return Application(
+            router: makeRouter(),
+            server: server,
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { await onListening($0.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    private func cacheHitResponder(logger: Logger) -> CacheHitResponder {
+        CacheHitResponder(native: native, doh: doh, admission: admission, requestMetrics: requestMetrics, logger: logger)
+    }
+
+    /// A ``CacheHitHandler`` of this service on its own, for tests.
+    func makeCacheHitHandler(logger: Logger) -> CacheHitHandler {
+        CacheHitHandler(responder: cacheHitResponder(logger: logger))
     }
 
     private static func authorizeSigned(_ request: Request, _ context: HTTPDNSRequestContext, _ authenticator: AccountAuthenticator) throws {

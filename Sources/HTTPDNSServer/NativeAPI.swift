@@ -1,6 +1,7 @@
 import HTTPDNSCore
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 
 /// The native HTTPDNS API (WIRE-FORMATS.md §1): `/d` for one host, `/resolve` for a batch, with JSON answers.
@@ -10,18 +11,32 @@ struct NativeAPI: Sendable {
 
     /// `GET /d?host=…[&query=4|6|4,6]`.
     func single(_ request: Request) async throws -> Response {
-        let parameters = request.uri.queryParameters
+        let (host, families) = try Self.singleQuestion(request.uri.queryParameters)
+        return Response(Self.singleReply(host, families, try await resolve(host, families)))
+    }
+
+    /// `/d` answered from the cache without suspending, for ``CacheHitHandler``; nil when upstream must be asked
+    /// or the request is not a valid one (``single(_:)`` answers both).
+    func cachedSingle(_ parameters: FlatDictionary<Substring, Substring>) -> Reply? {
+        guard let (host, families) = try? Self.singleQuestion(parameters), let answer = cachedAnswer(host, families) else {
+            return nil
+        }
+        return Self.singleReply(host, families, answer)
+    }
+
+    private static func singleQuestion(_ parameters: FlatDictionary<Substring, Substring>) throws -> (HostName, AddressFamilies) {
         guard let hostText = parameters["host"], !hostText.isEmpty else { throw ServiceError.missingArgument("host") }
-        let host = try Self.hostName(hostText)
-        let families = try Self.families(parameters["query"])
-        let answer = try await resolve(host, families)
+        return (try hostName(hostText), try families(parameters["query"]))
+    }
+
+    private static func singleReply(_ host: HostName, _ families: AddressFamilies, _ answer: Answer) -> Reply {
         var members: [(String, JSON)] = [("host", .string(host.value))]
         if families.contains(.ipv4) { members.append(("ips", .array(answer.ipv4.map { .string($0.description) }))) }
         if families.contains(.ipv6) { members.append(("ipsv6", .array(answer.ipv6.map { .string($0.description) }))) }
         members.append(("ttl", .integer(Int(answer.ttlSeconds))))
         members.append(("origin_ttl", .integer(Int(answer.originTTLSeconds))))
         if answer.stale { members.append(("stale", .bool(true))) }
-        return Self.json(.object(members), maxAge: answer.ttlSeconds)
+        return .json(.object(members), maxAge: answer.ttlSeconds)
     }
 
     /// `GET /resolve?host=a,b[&query=4,6]`.
@@ -52,7 +67,7 @@ struct NativeAPI: Sendable {
             }
         }
         let maxAge = answers.map(\.ttlSeconds).min() ?? 0
-        return Self.json(.object([("dns", .array(records))]), maxAge: maxAge)
+        return Response(.json(.object([("dns", .array(records))]), maxAge: maxAge))
     }
 
     /// What one host resolved to, negative answers included (as empty lists with their TTL).
@@ -62,26 +77,42 @@ struct NativeAPI: Sendable {
         var ttlSeconds: UInt32
         var originTTLSeconds: UInt32
         var stale = false
+
+        init(_ resolution: Resolution) {
+            ipv4 = resolution.ipv4
+            ipv6 = resolution.ipv6
+            ttlSeconds = resolution.ttlSeconds
+            originTTLSeconds = resolution.originTTLSeconds
+            stale = resolution.stale
+        }
+
+        init(negative error: ResolutionError) {
+            ttlSeconds = error.ttlSeconds ?? 0
+            originTTLSeconds = ttlSeconds
+        }
     }
 
     func resolve(_ host: HostName, _ families: AddressFamilies) async throws -> Answer {
         do {
-            let resolution = try await resolver.resolve(host, families: families)
-            return Answer(
-                ipv4: resolution.ipv4,
-                ipv6: resolution.ipv6,
-                ttlSeconds: resolution.ttlSeconds,
-                originTTLSeconds: resolution.originTTLSeconds,
-                stale: resolution.stale
-            )
+            return Answer(try await resolver.resolve(host, families: families))
         } catch let error as ResolutionError where error.code.isNegativeAnswer {
-            let ttl = error.ttlSeconds ?? 0
-            return Answer(ttlSeconds: ttl, originTTLSeconds: ttl)
+            return Answer(negative: error)
         } catch let error as ResolutionError {
             throw ServiceError.upstreamUnavailable(
                 "no answer for \(host) and nothing cached: \(error.code)",
                 retryAfterSeconds: configuration.upstreamRetryAfterSeconds
             )
+        }
+    }
+
+    /// What the cache holds for `host` now, negative answers included; nil when upstream must be asked.
+    private func cachedAnswer(_ host: HostName, _ families: AddressFamilies) -> Answer? {
+        do {
+            return try resolver.cachedResolution(host, families: families).map(Answer.init)
+        } catch let error as ResolutionError where error.code.isNegativeAnswer {
+            return Answer(negative: error)
+        } catch {
+            return nil
         }
     }
 
@@ -130,13 +161,5 @@ struct NativeAPI: Sendable {
         }
         guard !families.isEmpty else { throw ServiceError.invalidQuery(String(value)) }
         return families
-    }
-
-    static func json(_ value: JSON, maxAge: UInt32) -> Response {
-        Response(
-            status: .ok,
-            headers: [.contentType: "application/json", .cacheControl: "max-age=\(maxAge)"],
-            body: .init(byteBuffer: ByteBuffer(string: value.text))
-        )
     }
 }

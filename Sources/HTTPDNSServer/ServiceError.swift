@@ -14,11 +14,16 @@ struct ServiceError: HTTPResponseError {
     var rejectionReason: String?
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(reply)
+    }
+
+    /// The error as it is sent: its status and headers, and `{"code": …, "message": …}`, never cached.
+    var reply: Reply {
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
         let body = JSON.object([("code", .string(code)), ("message", .string(message))]).text
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
+        return Reply(status: status, headers: headers, body: ByteBuffer(string: body))
     }
 
     static func missingArgument(_ name: String) -> ServiceError {

@@ -5,54 +5,63 @@ import Logging
 import Metrics
 import Synchronization
 
-/// Runs first on every request: rejects over-long URLs and clients over their rate, times the request for
+/// Runs first on every request: admits it (``Admission``), times it for
 /// `http_server_request_duration_seconds{route,method,status}`, and counts and logs every rejection.
 struct ServiceMiddleware: RouterMiddleware {
     typealias Context = HTTPDNSRequestContext
 
-    let configuration: HTTPDNSServerConfiguration
-    let rateLimiter: RateLimiter?
-    let clock: any MonotonicClock
-    let requestMetrics = RequestMetrics()
+    let admission: Admission
+    let requestMetrics: RequestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
-        let status: HTTPResponse.Status
+        let route = { context.endpointPath ?? "unmatched" }
         do {
-            try admit(request, context: context)
+            try admission.admit(target: request.head.path, client: context.clientAddress)
             let response = try await next(request, context)
-            status = response.status
-            record(request, context: context, status: status, started: started)
+            requestMetrics.record(route: route(), method: request.method, status: response.status, since: started)
             return response
         } catch let error as ServiceError {
-            if let reason = error.rejectionReason {
-                Counter(label: "httpdns_server_rejected_total", dimensions: [("reason", reason)]).increment()
-                context.logger.debug(
-                    "request rejected",
-                    metadata: ["http.rejection.reason": "\(reason)", "http.response.status_code": "\(error.status.code)"]
-                )
-            }
-            record(request, context: context, status: error.status, started: started)
+            admission.countRejection(error, logger: context.logger)
+            requestMetrics.record(route: route(), method: request.method, status: error.status, since: started)
             throw error
         } catch let error as any HTTPResponseError {
-            record(request, context: context, status: error.status, started: started)
+            requestMetrics.record(route: route(), method: request.method, status: error.status, since: started)
             throw error
         } catch {
-            record(request, context: context, status: .internalServerError, started: started)
+            requestMetrics.record(route: route(), method: request.method, status: .internalServerError, since: started)
             throw error
         }
     }
+}
 
-    private func admit(_ request: Request, context: Context) throws {
-        if let target = request.head.path, target.utf8.count > configuration.maxURLLength {
+/// The checks every request passes before any work is done for it: the target's length and the client's rate.
+/// Shared by the router's middleware and ``CacheHitHandler``, so both paths take tokens from the same buckets.
+struct Admission: Sendable {
+    let maxURLLength: Int
+    let rateLimiter: RateLimiter?
+    let clock: any MonotonicClock
+
+    init(configuration: HTTPDNSServerConfiguration, clock: any MonotonicClock) {
+        maxURLLength = configuration.maxURLLength
+        rateLimiter =
+            configuration.rateLimitPerSecond > 0
+            ? RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
+            : nil
+        self.clock = clock
+    }
+
+    /// - Throws: ``ServiceError`` 414 for an over-long target, 429 with `Retry-After` for a client over its rate.
+    func admit(target: String?, client: String) throws(ServiceError) {
+        if let target, target.utf8.count > maxURLLength {
             throw ServiceError(
                 status: .uriTooLong,
                 code: "URLTooLong",
-                message: "the request target is \(target.utf8.count) bytes; at most \(configuration.maxURLLength) are accepted",
+                message: "the request target is \(target.utf8.count) bytes; at most \(maxURLLength) are accepted",
                 rejectionReason: "url_too_long"
             )
         }
-        if let rateLimiter, let wait = rateLimiter.admit(context.clientAddress, nowNanoseconds: clock.now().nanoseconds) {
+        if let rateLimiter, let wait = rateLimiter.admit(client, nowNanoseconds: clock.now().nanoseconds) {
             let seconds = max(1, Int(wait.rounded(.up)))
             throw ServiceError(
                 status: .tooManyRequests,
@@ -64,11 +73,15 @@ struct ServiceMiddleware: RouterMiddleware {
         }
     }
 
-    private func record(_ request: Request, context: Context, status: HTTPResponse.Status, started: ContinuousClock.Instant) {
-        let elapsed = started.duration(to: .now).components
-        // The route template (`/:account/d`), never the path itself: bounded, and free of account ids.
-        requestMetrics.timer(route: context.endpointPath ?? "unmatched", method: request.method, status: status)
-            .recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+    /// Counts a rejected request in `httpdns_server_rejected_total{reason}` and logs it at debug, so a flood of
+    /// bad requests costs a counter, not a log line each.
+    func countRejection(_ error: ServiceError, logger: Logger) {
+        guard let reason = error.rejectionReason else { return }
+        Counter(label: "httpdns_server_rejected_total", dimensions: [("reason", reason)]).increment()
+        logger.debug(
+            "request rejected",
+            metadata: ["http.rejection.reason": "\(reason)", "http.response.status_code": "\(error.status.code)"]
+        )
     }
 }
 
@@ -86,7 +99,14 @@ final class RequestMetrics: Sendable {
     /// Methods a client may send are unbounded over HTTP/2; the label keeps the usual ones and folds the rest.
     private static let knownMethods: Set<HTTPRequest.Method> = [.get, .post, .head, .put, .delete, .patch, .options]
 
-    func timer(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status) -> Metrics.Timer {
+    /// Records one request's duration, from `started` to now.
+    func record(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status, since started: ContinuousClock.Instant) {
+        let elapsed = started.duration(to: .now).components
+        timer(route: route, method: method, status: status)
+            .recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+    }
+
+    private func timer(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status) -> Metrics.Timer {
         let method = Self.knownMethods.contains(method) ? method : HTTPRequest.Method("OTHER")!
         let key = Key(route: route, method: method, status: status)
         return timers.withLock { timers in

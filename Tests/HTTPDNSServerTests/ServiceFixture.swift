@@ -2,6 +2,7 @@ import HTTPDNSCore
 import HTTPDNSServer
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import Metrics
 import Prometheus
 import Testing
@@ -35,6 +36,17 @@ struct ServiceFixture {
         let application = Application(router: service.makeRouter())
         try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
             try await application.test(.router) { client in try await body(client) }
+        }
+    }
+}
+
+extension ServiceFixture {
+    /// Runs `body` against the whole service on a loopback port: ``HTTPDNSService/makeApplication(logger:onListening:)``,
+    /// whose event-loop cache-hit path sits in front of the router.
+    func testLive(_ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let application = try service.makeApplication(logger: Logger(label: "httpdns.test"))
+        try await withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            try await application.test(.live) { client in try await body(client) }
         }
     }
 }

@@ -1,0 +1,115 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOSSL
+import NIOTLS
+
+/// HTTP/1.1 connections as Hummingbird's `HTTP1Channel` sets them up, with a ``CacheHitHandler`` after the
+/// connection-state handler, so cache hits answered on the event loop still count as activity for the idle
+/// timeout and are finished before a graceful shutdown closes the connection.
+struct ServiceHTTP1Channel: HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: HTTPChannelHandler.Responder
+    let cacheHits: CacheHitResponder
+    let idleTimeout: Duration
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let pipeline = channel.pipeline.syncOperations
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldCount = 1000  // Hummingbird's default
+            try pipeline.configureHTTPServerPipeline(
+                withPipeliningAssistance: false,  // the router's loop and CacheHitHandler keep responses in order
+                withErrorHandling: false,  // Hummingbird answers parse errors
+                withOutboundHeaderValidation: false,  // HTTPTypes has validated the fields
+                withEncoderConfiguration: .init(),
+                withDecoderLimitConfiguration: limits
+            )
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
+            try pipeline.addHandler(CacheHitHandler(responder: cacheHits))
+            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+        }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
+
+/// TLS connections offering ALPN `h2` and `http/1.1`, as Hummingbird's `HTTP2UpgradeChannel` sets them up, with
+/// a ``CacheHitHandler`` on HTTP/1.1 connections (``ServiceHTTP1Channel``) and on each HTTP/2 stream.
+struct ServiceTLSChannel: HTTPChannelHandler {
+    struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, HTTP2Channel.Value>>
+        let channel: any Channel
+    }
+
+    private let sslContext: NIOSSLContext
+    private let http1: ServiceHTTP1Channel
+    private let http2: HTTP2Channel
+
+    var responder: HTTPChannelHandler.Responder { http1.responder }
+
+    /// The server's TLS context, offering `h2` and `http/1.1`.
+    static func makeSSLContext(_ tlsConfiguration: TLSConfiguration) throws -> NIOSSLContext {
+        var tlsConfiguration = tlsConfiguration
+        tlsConfiguration.applicationProtocols = NIOHTTP2SupportedALPNProtocols
+        return try NIOSSLContext(configuration: tlsConfiguration)
+    }
+
+    init(sslContext: NIOSSLContext, responder: @escaping HTTPChannelHandler.Responder, cacheHits: CacheHitResponder, idleTimeout: Duration) {
+        self.sslContext = sslContext
+        http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
+        // An HTTP/2 stream carries one request, so the handler can sit before the stream's state handler.
+        http2 = HTTP2Channel(
+            responder: responder,
+            configuration: .init(
+                idleTimeout: idleTimeout,
+                streamConfiguration: .init(
+                    additionalChannelHandlers: [CacheHitHandler(responder: cacheHits)],
+                    idleTimeout: TimeAmount(idleTimeout)
+                )
+            )
+        )
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, HTTP2Channel.Value>> {
+                result in
+                switch result {
+                case .negotiated("h2"):
+                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                case .negotiated("http/1.1"), .fallback:
+                    return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
+                case .negotiated:
+                    // Only h2 and http/1.1 are offered, so anything else is a broken client.
+                    return channel.close().flatMap { channel.eventLoop.makeFailedFuture(NIOHTTP2Errors.invalidALPNToken()) }
+                }
+            }
+            try channel.pipeline.syncOperations.addHandler(negotiation)
+            return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.negotiated.get() {
+            case .http1_1(let http1Channel): await http1.handle(value: http1Channel, logger: logger)
+            case .http2(let http2Channel): await http2.handle(value: http2Channel, logger: logger)
+            }
+        } catch {
+            logger.debug("TLS or protocol negotiation failed: \(error)")
+        }
+    }
+}
