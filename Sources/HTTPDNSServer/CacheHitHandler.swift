@@ -48,9 +48,7 @@ final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let request):
             let started = ContinuousClock.now
-            if responsesOwed == 0,
-                let (reply, route) = responder.reply(to: request, client: context.channel.remoteAddress?.ipAddress ?? "unknown")
-            {
+            if responsesOwed == 0, let (reply, route) = responder.reply(to: request, channel: context.channel) {
                 state = .answering(reply, route: route, started: started)
             } else {
                 responsesOwed += 1
@@ -99,20 +97,29 @@ final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// What ``CacheHitHandler`` asks: can this request be answered now, and with what.
-struct CacheHitResponder: Sendable {
+/// What ``CacheHitHandler`` asks: can this request be answered now, and with what. One per service, shared by
+/// every connection's handler.
+final class CacheHitResponder: Sendable {
     let native: NativeAPI
     let doh: DoHAPI
     let admission: Admission
     let requestMetrics: RequestMetrics
     let logger: Logger
 
+    init(native: NativeAPI, doh: DoHAPI, admission: Admission, requestMetrics: RequestMetrics, logger: Logger) {
+        self.native = native
+        self.doh = doh
+        self.admission = admission
+        self.requestMetrics = requestMetrics
+        self.logger = logger
+    }
+
     /// The reply to `request`, and its route for the metrics, when it is a GET of `/d` or `/dns-query` that the
     /// cache answers; nil hands the request to the router, which answers everything else, errors included.
     ///
     /// The cache is asked before the client's rate, so that a request handed on takes one token, in the
     /// router. A request refused here for its rate has been counted as a cache hit.
-    func reply(to request: HTTPRequest, client: String) -> (Reply, route: String)? {
+    func reply(to request: HTTPRequest, channel: any Channel) -> (Reply, route: String)? {
         // A request asking to close the connection goes to the router, which closes it after answering.
         guard request.method == .get, !Self.asksToClose(request), let target = request.path, target.utf8.count <= admission.maxURLLength
         else { return nil }
@@ -125,7 +132,7 @@ struct CacheHitResponder: Sendable {
         }
         guard let reply else { return nil }
         do {
-            try admission.admit(target: target, client: client)
+            try admission.admit(target: target, client: { channel.remoteAddress?.ipAddress ?? "unknown" })
             return (reply, uri.path)
         } catch {
             admission.countRejection(error, logger: logger)

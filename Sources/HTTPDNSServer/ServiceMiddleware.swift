@@ -15,9 +15,10 @@ struct ServiceMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
+        // The route template (`/:account/d`), never the path itself: bounded, and free of account ids.
         let route = { context.endpointPath ?? "unmatched" }
         do {
-            try admission.admit(target: request.head.path, client: context.clientAddress)
+            try admission.admit(target: request.head.path, client: { context.clientAddress })
             let response = try await next(request, context)
             requestMetrics.record(route: route(), method: request.method, status: response.status, since: started)
             return response
@@ -52,7 +53,8 @@ struct Admission: Sendable {
     }
 
     /// - Throws: ``ServiceError`` 414 for an over-long target, 429 with `Retry-After` for a client over its rate.
-    func admit(target: String?, client: String) throws(ServiceError) {
+    /// - Parameter client: the client's address, asked for only when a rate limit is set.
+    func admit(target: String?, client: () -> String) throws(ServiceError) {
         if let target, target.utf8.count > maxURLLength {
             throw ServiceError(
                 status: .uriTooLong,
@@ -61,7 +63,7 @@ struct Admission: Sendable {
                 rejectionReason: "url_too_long"
             )
         }
-        if let rateLimiter, let wait = rateLimiter.admit(client, nowNanoseconds: clock.now().nanoseconds) {
+        if let rateLimiter, let wait = rateLimiter.admit(client(), nowNanoseconds: clock.now().nanoseconds) {
             let seconds = max(1, Int(wait.rounded(.up)))
             throw ServiceError(
                 status: .tooManyRequests,
