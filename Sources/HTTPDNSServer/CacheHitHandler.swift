@@ -10,16 +10,12 @@ import NIOHTTPTypes
     import Glibc
 #endif
 
-/// Answers `GET /d` and `GET /dns-query` on the event loop when the cache holds the answer, and hands every
-/// other request on to the router unchanged.
+/// Answers `GET /d` and `GET /dns-query` on an HTTP/2 stream's event loop when the cache holds the answer
+/// (``CacheHitResponder``), and hands every other request on to the router unchanged. HTTP/1.1 connections have
+/// ``HTTP1FrontHandler`` instead, which does the same below the HTTP types conversion.
 ///
-/// A cache hit is the service's common case and its work is small; going through the router costs two thread
-/// hand-offs (event loop to a Swift task and back) that are most of a hit's time. This handler sits after the
-/// HTTP codec: it answers with the same bytes the router would (both build them with ``NativeAPI`` and ``DoHAPI``),
-/// after the same admission checks, and records the same request metrics.
-///
-/// Responses keep their requests' order on a pipelined connection: while any request handed on has not been
-/// answered in full, the ones behind it are handed on too.
+/// Responses keep their requests' order: while any request handed on has not been answered in full, the ones
+/// behind it are handed on too (a stream carries one request, but the handler does not rely on it).
 final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -48,7 +44,9 @@ final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let request):
             let started = ContinuousClock.now
-            if responsesOwed == 0, let (reply, route) = responder.reply(to: request, channel: context.channel) {
+            if responsesOwed == 0, request.method == .get, !Self.asksToClose(request), let target = request.path,
+                let (reply, route) = responder.reply(toGET: target, channel: context.channel)
+            {
                 state = .answering(reply, route: route, started: started)
             } else {
                 responsesOwed += 1
@@ -97,8 +95,12 @@ final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// What ``CacheHitHandler`` asks: can this request be answered now, and with what. One per service, shared by
-/// every connection's handler.
+/// Whether a request can be answered from the cache on the event loop, and with what: what ``HTTP1FrontHandler``
+/// and ``CacheHitHandler`` ask. A cache hit is the service's common case and its work is small; going through the
+/// router costs two thread hand-offs (event loop to a Swift task and back) and two conversions of the HTTP types
+/// that are most of a hit's time. The answer has the same bytes the router would send (both build them with
+/// ``NativeAPI`` and ``DoHAPI``), after the same admission checks, and the same request metrics are recorded.
+/// One per service, shared by every connection.
 final class CacheHitResponder: Sendable {
     let native: NativeAPI
     let doh: DoHAPI
@@ -114,15 +116,13 @@ final class CacheHitResponder: Sendable {
         self.logger = logger
     }
 
-    /// The reply to `request`, and its route for the metrics, when it is a GET of `/d` or `/dns-query` that the
+    /// The reply to a GET of `target`, and its route for the metrics, when it is `/d` or `/dns-query` and the
     /// cache answers; nil hands the request to the router, which answers everything else, errors included.
     ///
     /// The cache is asked before the client's rate, so that a request handed on takes one token, in the
     /// router. A request refused here for its rate has been counted as a cache hit.
-    func reply(to request: HTTPRequest, channel: any Channel) -> (Reply, route: String)? {
-        // A request asking to close the connection goes to the router, which closes it after answering.
-        guard request.method == .get, !Self.asksToClose(request), let target = request.path, target.utf8.count <= admission.maxURLLength
-        else { return nil }
+    func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)? {
+        guard target.utf8.count <= admission.maxURLLength else { return nil }
         let uri = URI(target)
         let reply: Reply?
         switch uri.path {
@@ -141,7 +141,8 @@ final class CacheHitResponder: Sendable {
     }
 }
 
-extension CacheHitResponder {
+extension CacheHitHandler {
+    /// A request asking to close the connection goes to the router, which closes it after answering.
     static func asksToClose(_ request: HTTPRequest) -> Bool {
         request.headerFields[values: .connection].contains { value in
             value.split(separator: ",").contains { $0.filter { $0 != " " && $0 != "\t" }.lowercased() == "close" }

@@ -137,13 +137,8 @@ public struct HTTPDNSService: Sendable {
         )
     }
 
-    private func cacheHitResponder(logger: Logger) -> CacheHitResponder {
+    func cacheHitResponder(logger: Logger) -> CacheHitResponder {
         CacheHitResponder(native: native, doh: doh, admission: admission, requestMetrics: requestMetrics, logger: logger)
-    }
-
-    /// A ``CacheHitHandler`` of this service on its own, for tests.
-    func makeCacheHitHandler(logger: Logger) -> CacheHitHandler {
-        CacheHitHandler(responder: cacheHitResponder(logger: logger))
     }
 
     private static func authorizeSigned(_ request: Request, _ context: HTTPDNSRequestContext, _ authenticator: AccountAuthenticator) throws {

@@ -11,9 +11,9 @@ import NIOHTTPTypesHTTP1
 import NIOSSL
 import NIOTLS
 
-/// HTTP/1.1 connections as Hummingbird's `HTTP1Channel` sets them up, with a ``CacheHitHandler`` after the
-/// connection-state handler, so cache hits answered on the event loop still count as activity for the idle
-/// timeout and are finished before a graceful shutdown closes the connection.
+/// HTTP/1.1 connections: Hummingbird's `HTTP1Channel` with ``HTTP1FrontHandler`` right after the request
+/// decoder, where it answers cache hits and keeps the connection's state (idle timeout, graceful shutdown) for
+/// every request.
 struct ServiceHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
@@ -23,21 +23,22 @@ struct ServiceHTTP1Channel: HTTPChannelHandler {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            let pipeline = channel.pipeline.syncOperations
-            var limits = NIOHTTPDecoderLimitConfiguration()
-            limits.maxHeaderFieldCount = 1000  // Hummingbird's default
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false,  // the router's loop and CacheHitHandler keep responses in order
-                withErrorHandling: false,  // Hummingbird answers parse errors
-                withOutboundHeaderValidation: false,  // HTTPTypes has validated the fields
-                withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: limits
-            )
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
-            try pipeline.addHandler(CacheHitHandler(responder: cacheHits))
+            try Self.configure(channel.pipeline.syncOperations, cacheHits: cacheHits, idleTimeout: idleTimeout)
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
+    }
+
+    /// Request decoder, front, response encoder, the observer of the router's responses, and the conversion to
+    /// and from the HTTP types that the router's side reads and writes.
+    static func configure(_ pipeline: ChannelPipeline.SynchronousOperations, cacheHits: CacheHitResponder, idleTimeout: Duration) throws {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldCount = 1000  // Hummingbird's default
+        let front = HTTP1FrontHandler(responder: cacheHits, idleTimeout: TimeAmount(idleTimeout))
+        try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
+        try pipeline.addHandler(front)
+        try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))
+        try pipeline.addHandler(RouterResponseObserver(front: front))
+        try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
     }
 
     func handle(value asyncChannel: Value, logger: Logger) async {

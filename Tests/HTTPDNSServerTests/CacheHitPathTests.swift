@@ -11,8 +11,9 @@ import NIOHTTPTypes
 import Prometheus
 import Testing
 
-/// Cache hits answered on the event loop (``CacheHitHandler``): the same bytes as the router, the same admission,
-/// and responses in request order.
+/// Cache hits answered on the event loop: the same bytes as the router over a live HTTP/1.1 connection
+/// (``HTTP1FrontHandler``), and on its own the HTTP/2 streams' ``CacheHitHandler``: the same admission, and
+/// responses in request order.
 @Suite struct CacheHitPathTests {
     static let requests: [String] = [
         "/d?host=api.example.test",
@@ -173,7 +174,7 @@ extension ServiceFixture {
     /// A channel with the service's ``CacheHitHandler``; what it hands on is read back with `forwarded()`.
     func embeddedChannel() throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(service.makeCacheHitHandler(logger: Logger(label: "httpdns.test")))
+        try channel.pipeline.syncOperations.addHandler(CacheHitHandler(responder: service.cacheHitResponder(logger: Logger(label: "httpdns.test"))))
         return channel
     }
 }

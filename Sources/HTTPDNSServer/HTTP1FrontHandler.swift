@@ -1,0 +1,218 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// The front of every HTTP/1.1 connection, right after the request decoder:
+///
+/// - answers cache hits for `GET /d` and `GET /dns-query` (``CacheHitResponder``), writing the response's bytes
+///   itself, so a hit skips the conversions to and from the HTTP types, the response encoder and the router;
+/// - hands every other request on, unchanged, to the router's side of the pipeline;
+/// - keeps responses in request order on a pipelined connection: while a request handed on has not been answered
+///   in full, the ones behind it are handed on too;
+/// - closes a connection idle for the idle timeout, and quiesces on graceful shutdown (closing at once when no
+///   request is in progress, else after the last response), for every request, answered here or by the router.
+///   Hummingbird's connection-state handler would see only the requests handed on, so this one replaces it.
+///
+/// Responses from the router's side are observed by ``RouterResponseObserver``, which sits before the response
+/// encoder and tells this handler when one ends.
+final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private enum Reading {
+        case idle
+        /// The request is the router's: its parts go on.
+        case handingOn
+        /// The request is answered here once its end has been read; its body, if any, is dropped.
+        case answering(Reply, route: String, started: ContinuousClock.Instant)
+    }
+
+    private let responder: CacheHitResponder
+    private let idleTimeout: TimeAmount
+    private var reading = Reading.idle
+    /// Requests read whose response has not been written in full, wherever they are answered.
+    private var requestsInProgress = 0
+    /// Of those, the ones handed on to the router.
+    private var owedByRouter = 0
+    private var lastActive = NIODeadline.uptimeNanoseconds(0)
+    private var idleCheck: Scheduled<Void>?
+    private var closeAfterLastResponse = false
+    private var flushPending = false
+    private var date = HTTPDate()
+    private var context: ChannelHandlerContext?
+
+    init(responder: CacheHitResponder, idleTimeout: TimeAmount) {
+        self.responder = responder
+        self.idleTimeout = idleTimeout
+    }
+
+    // MARK: - Requests
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            lastActive = context.eventLoop.now
+            requestsInProgress += 1
+            if owedByRouter == 0, head.method == .GET, head.isKeepAlive,
+                let (reply, route) = responder.reply(toGET: head.uri, channel: context.channel)
+            {
+                reading = .answering(reply, route: route, started: .now)
+            } else {
+                owedByRouter += 1
+                reading = .handingOn
+                context.fireChannelRead(data)
+            }
+        case .body:
+            lastActive = context.eventLoop.now
+            if case .answering = reading { return }
+            context.fireChannelRead(data)
+        case .end:
+            lastActive = context.eventLoop.now
+            guard case .answering(let reply, let route, let started) = reading else {
+                reading = .idle
+                context.fireChannelRead(data)
+                return
+            }
+            reading = .idle
+            write(reply, context: context)
+            responder.requestMetrics.record(route: route, method: .get, status: reply.status, since: started)
+            responseEnded(context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if flushPending {
+            flushPending = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    /// The whole response in one buffer: status line, the reply's fields, `Content-Length`, `Date`, body. The
+    /// flush waits for the end of the read, so answers to pipelined requests leave together.
+    private func write(_ reply: Reply, context: ChannelHandlerContext) {
+        var buffer = context.channel.allocator.buffer(capacity: 192 + reply.body.readableBytes)
+        buffer.writeString("HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n")
+        for field in reply.headers {
+            buffer.writeString(field.name.rawName)
+            buffer.writeString(": ")
+            buffer.writeString(field.value)
+            buffer.writeString("\r\n")
+        }
+        buffer.writeString("Content-Length: \(reply.body.readableBytes)\r\nDate: ")
+        buffer.writeString(date.current())
+        buffer.writeString("\r\n\r\n")
+        buffer.writeImmutableBuffer(reply.body)
+        context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+        flushPending = true
+    }
+
+    // MARK: - Responses, idleness and shutdown
+
+    /// Called by ``RouterResponseObserver`` once the end of the router's response to a request handed on has
+    /// been written.
+    func routerResponseEnded() {
+        // A parse error is answered without a request having been read: nothing is owed then.
+        owedByRouter = max(0, owedByRouter - 1)
+        if let context { responseEnded(context: context) }
+    }
+
+    /// With no request left in progress: the connection closes if a graceful shutdown waits for it, else it is
+    /// idle from now.
+    private func responseEnded(context: ChannelHandlerContext) {
+        requestsInProgress = max(0, requestsInProgress - 1)
+        guard requestsInProgress == 0 else { return }
+        if closeAfterLastResponse {
+            context.flush()
+            context.close(promise: nil)
+            return
+        }
+        lastActive = context.eventLoop.now
+        scheduleIdleCheck(context: context, at: lastActive + idleTimeout)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        if requestsInProgress == 0 {
+            context.close(promise: nil)
+        } else {
+            closeAfterLastResponse = true
+        }
+    }
+
+    private func scheduleIdleCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        guard idleCheck == nil else { return }
+        idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            idleCheck = nil
+            // A response still being worked on is not idleness; its end schedules the next check.
+            if requestsInProgress > 0 && !isReadingRequest { return }
+            let idleUntil = lastActive + idleTimeout
+            if context.eventLoop.now >= idleUntil {
+                context.close(promise: nil)
+            } else {
+                scheduleIdleCheck(context: context, at: idleUntil)
+            }
+        }
+    }
+
+    private var isReadingRequest: Bool {
+        if case .idle = reading { false } else { true }
+    }
+
+    // MARK: - Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { becameActive(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        becameActive(context: context)
+        context.fireChannelActive()
+    }
+
+    private func becameActive(context: ChannelHandlerContext) {
+        lastActive = context.eventLoop.now
+        scheduleIdleCheck(context: context, at: lastActive + idleTimeout)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        idleCheck?.cancel()
+        idleCheck = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleCheck?.cancel()
+        idleCheck = nil
+        self.context = nil
+    }
+}
+
+/// Tells ``HTTP1FrontHandler`` when a response from the router's side ends. Sits before the response encoder,
+/// so the end has passed the front, as bytes, by the time the front hears of it.
+final class RouterResponseObserver: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let front: HTTP1FrontHandler
+
+    init(front: HTTP1FrontHandler) {
+        self.front = front
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        context.write(data, promise: promise)
+        front.routerResponseEnded()
+    }
+}
