@@ -36,6 +36,11 @@ wait_for() { # URL or "dns ADDRESS PORT": ask until it answers, at most 10 s
   echo "bench-serve: $* did not come up" >&2; exit 1
 }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+cpu_ticks() { # user + system CPU ticks of the given processes and their children's threads so far
+  local total=0 pid
+  for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$total"
+}
 
 # Upstream: dnsmasq with one name.
 cat > "$work/dnsmasq.conf" <<CONF
@@ -86,7 +91,7 @@ http {
 }
 CONF
 nginx -c "$work/nginx.conf" -g "daemon off;" &
-pids+=($!)
+pids+=($!); nginx_pid=$!
 wait_for "http://127.0.0.1:18080/d?host=bench.test"
 
 # dnsdist: DoH frontend, packet cache, the same upstream; no security polling (it would leave the machine).
@@ -106,11 +111,17 @@ wait_for "https://127.0.0.1:18443/dns-query?dns=$query"
 wrk_rps() { wrk -t2 -c"$connections" -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
 h2_rps() { h2load -n 1000000000 -D "$seconds" -c "$connections" -m 10 -t 2 "$1" 2>/dev/null | awk '/finished in/ {print $4}'; }
 
-# httpdns's runs sample its resident memory halfway through.
+# httpdns's runs sample its resident memory halfway through. The /d runs also count the CPU time each server
+# spent (user + system, nginx's workers included), a figure less at the mercy of a busy machine than req/s.
+nginx_pids=("$nginx_pid" $(pgrep -P "$nginx_pid" || true))
+ticks_before=$(cpu_ticks "$plain_pid")
 wrk_rps "http://127.0.0.1:18053/d?host=bench.test" > "$work/httpdns-d" &
 sleep $((seconds / 2)); rss_load=$(rss_kib "$plain_pid"); wait $!
 httpdns_d=$(cat "$work/httpdns-d")
+httpdns_ticks=$(( $(cpu_ticks "$plain_pid") - ticks_before ))
+ticks_before=$(cpu_ticks "${nginx_pids[@]}")
 nginx_d=$(wrk_rps "http://127.0.0.1:18080/d?host=bench.test")
+nginx_ticks=$(( $(cpu_ticks "${nginx_pids[@]}") - ticks_before ))
 h2_rps "https://127.0.0.1:18443/dns-query?dns=$query" > "$work/httpdns-doh" &
 sleep $((seconds / 2)); rss_tls_load=$(rss_kib "$tls_pid"); wait $!
 httpdns_doh=$(cat "$work/httpdns-doh")
@@ -118,13 +129,15 @@ dnsdist_doh=$(h2_rps "https://127.0.0.1:18444/dns-query?dns=$query")
 rss_after=$(rss_kib "$plain_pid")
 rss_tls_after=$(rss_kib "$tls_pid")
 
-python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" <<'PY'
+python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" "$httpdns_ticks" "$nginx_ticks" "$(getconf CLK_TCK)" <<'PY'
 import sys
-d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections = sys.argv[1:]
+d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections, d_ticks, nginx_ticks, hz = sys.argv[1:]
 d, nginx, doh, dnsdist = (float(x.replace("k", "e3")) for x in (d, nginx, doh, dnsdist))
+per_request_us = lambda ticks, rate: int(ticks) / int(hz) * 1e6 / (rate * int(seconds))
 mib = lambda kib: int(kib) / 1024
 print(f"service load, {seconds} s per run, {connections} connections, cache hits only")
 print(f"  /d over HTTP/1.1 keep-alive (wrk):  httpdns {d:9.0f} req/s   nginx {nginx:9.0f} req/s   ratio {d / nginx:.2f}x  (target >= 0.50x)")
+print(f"     CPU per /d request:              httpdns {per_request_us(d_ticks, d):6.1f} us       nginx {per_request_us(nginx_ticks, nginx):6.1f} us       ratio {per_request_us(nginx_ticks, nginx) / per_request_us(d_ticks, d):.2f}x")
 print(f"  DoH GET over HTTP/2 (h2load -m 10): httpdns {doh:9.0f} req/s   dnsdist {dnsdist:9.0f} req/s   ratio {doh / dnsdist:.2f}x  (target >= 1.00x)")
 print(f"  httpdns resident memory: {mib(idle):.1f} MiB idle, {mib(load):.1f} MiB under wrk, {mib(after):.1f} MiB after; TLS instance {mib(tls_load):.1f} MiB under h2load, {mib(tls_after):.1f} MiB after")
 PY

@@ -130,6 +130,55 @@ struct ServeLiveTests {
         }
     }
 
+    /// The same request twice on one connection: a miss through the router, then a hit answered on the event
+    /// loop. curl must see the same response both times, over plain HTTP/1.1, TLS with HTTP/1.1, and HTTP/2.
+    @Test func aHitOnTheEventLoopAnswersAsTheRouterDid() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            try await Self.withCertificate { certificate, key in
+                let plain = try Server.start(["--upstream", dns.address.description])
+                defer { plain.stop() }
+                let tls = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                defer { tls.stop() }
+                let paths = ["/d?host=serve.test&query=4,6", "/dns-query?name=serve.test&type=AAAA"]
+                let clients: [(String, [String])] = [
+                    ("http://127.0.0.1:\(plain.port)", ["--http1.1"]),
+                    ("https://127.0.0.1:\(tls.port)", ["--http1.1", "--cacert", certificate]),
+                    ("https://127.0.0.1:\(tls.port)", ["--http2", "--cacert", certificate]),
+                ]
+                for (base, options) in clients {
+                    for path in paths {
+                        let url = base + path
+                        // -w marks where each response ends; curl reuses the connection for the second URL.
+                        let curl = try await ChildProcess.run(
+                            executable: try Self.tool("curl"),
+                            arguments: ["-s", "-i", "-w", "\n<%{num_connects}>\n"] + options + [url, url]
+                        )
+                        #expect(curl.status == .exited(0), "\(url) \(options): \(curl)")
+                        let responses = curl.stdout.components(separatedBy: "\n<").dropLast()
+                        try #require(responses.count == 2, "\(curl.stdout)")
+                        #expect(curl.stdout.hasSuffix("<0>\n"), "the second request reused the connection")
+                        let (miss, hit) = (Self.normalized(responses[responses.startIndex]), Self.normalized(responses[responses.startIndex + 1]))
+                        #expect(hit == miss, "\(url) \(options)")
+                        #expect(hit.status.hasPrefix("HTTP/2 200"), "\(hit.status)")
+                    }
+                }
+            }
+        }
+    }
+
+    /// A response as curl -i printed it: the status line, the headers that must match (names in lowercase), and
+    /// the body, with TTLs left out (a second may pass between the two requests).
+    static func normalized(_ response: String) -> (status: String, headers: [String], body: String) {
+        let text = response.hasPrefix("0>\n") || response.hasPrefix("1>\n") ? String(response.dropFirst(3)) : response
+        let parts = text.components(separatedBy: "\r\n\r\n")
+        let lines = parts[0].components(separatedBy: "\r\n")
+        let kept = ["content-type", "content-length"]
+        let headers = lines.dropFirst().map { $0.lowercased() }.filter { line in kept.contains { line.hasPrefix($0 + ":") } }.sorted()
+        let body = parts.dropFirst().joined(separator: "\r\n\r\n")
+            .replacingOccurrences(of: #""(ttl|TTL)":\d+"#, with: "ttl", options: .regularExpression)
+        return (lines[0].replacingOccurrences(of: "HTTP/1.1", with: "HTTP/2"), headers, body)
+    }
+
     @Test func kdigResolvesOverDoH() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in

@@ -1,5 +1,4 @@
 import HTTPDNSCore
-@testable import HTTPDNSServer
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -10,6 +9,8 @@ import NIOEmbedded
 import NIOHTTPTypes
 import Prometheus
 import Testing
+
+@testable import HTTPDNSServer
 
 /// Cache hits answered on the event loop: the same bytes as the router over a live HTTP/1.1 connection
 /// (``HTTP1FrontHandler``), and on its own the HTTP/2 streams' ``CacheHitHandler``: the same admission, and

@@ -1,11 +1,12 @@
 import HTTPDNSCore
-@testable import HTTPDNSServer
 import HTTPTypes
 import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
 import Testing
+
+@testable import HTTPDNSServer
 
 /// The front of HTTP/1.1 connections (``HTTP1FrontHandler``), in the pipeline the service builds, fed raw bytes:
 /// hits answered as one response, everything else handed on, responses in order, idle timeout, graceful shutdown.
