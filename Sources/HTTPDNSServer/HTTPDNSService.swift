@@ -117,11 +117,13 @@ public struct HTTPDNSService: Sendable {
     public func makeApplication(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let cacheHits = cacheHitResponder(logger: logger)
         let idleTimeout = Duration.seconds(configuration.idleTimeoutSeconds)
+        let router = makeRouter()
         let server: HTTPServerBuilder
         if let tls = try configuration.tlsConfiguration() {
             let sslContext = try ServiceTLSChannel.makeSSLContext(tls)
+            let bridge = RouterBridge(responder: router.buildResponder(), logger: logger, maxBodyBytes: configuration.maxDNSMessageBytes)
             server = HTTPServerBuilder { responder in
-                ServiceTLSChannel(sslContext: sslContext, responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
+                ServiceTLSChannel(sslContext: sslContext, responder: responder, cacheHits: cacheHits, router: bridge, idleTimeout: idleTimeout)
             }
         } else {
             server = HTTPServerBuilder { responder in
@@ -129,7 +131,7 @@ public struct HTTPDNSService: Sendable {
             }
         }
         return Application(
-            router: makeRouter(),
+            router: router,
             server: server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { await onListening($0.localAddress?.port ?? 0) },

@@ -1,7 +1,6 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -48,17 +47,17 @@ struct ServiceHTTP1Channel: HTTPChannelHandler {
     }
 }
 
-/// TLS connections offering ALPN `h2` and `http/1.1`, as Hummingbird's `HTTP2UpgradeChannel` sets them up, with
-/// a ``CacheHitHandler`` on HTTP/1.1 connections (``ServiceHTTP1Channel``) and on each HTTP/2 stream.
+/// TLS connections offering ALPN `h2` and `http/1.1`, negotiated as Hummingbird's `HTTP2UpgradeChannel` does:
+/// HTTP/1.1 as on plain connections (``ServiceHTTP1Channel``), HTTP/2 with ``ServiceHTTP2Connection``.
 struct ServiceTLSChannel: HTTPChannelHandler {
     struct Value: ServerChildChannelValue {
-        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, HTTP2Channel.Value>>
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, any Channel>>
         let channel: any Channel
     }
 
     private let sslContext: NIOSSLContext
     private let http1: ServiceHTTP1Channel
-    private let http2: HTTP2Channel
+    private let http2: ServiceHTTP2Connection
 
     var responder: HTTPChannelHandler.Responder { http1.responder }
 
@@ -69,30 +68,29 @@ struct ServiceTLSChannel: HTTPChannelHandler {
         return try NIOSSLContext(configuration: tlsConfiguration)
     }
 
-    init(sslContext: NIOSSLContext, responder: @escaping HTTPChannelHandler.Responder, cacheHits: CacheHitResponder, idleTimeout: Duration) {
+    init(
+        sslContext: NIOSSLContext,
+        responder: @escaping HTTPChannelHandler.Responder,
+        cacheHits: CacheHitResponder,
+        router: RouterBridge,
+        idleTimeout: Duration
+    ) {
         self.sslContext = sslContext
         http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
-        // An HTTP/2 stream carries one request, so the handler can sit before the stream's state handler.
-        http2 = HTTP2Channel(
-            responder: responder,
-            configuration: .init(
-                idleTimeout: idleTimeout,
-                streamConfiguration: .init(
-                    additionalChannelHandlers: [CacheHitHandler(responder: cacheHits)],
-                    idleTimeout: TimeAmount(idleTimeout)
-                )
-            )
-        )
+        http2 = ServiceHTTP2Connection(cacheHits: cacheHits, router: router, idleTimeout: idleTimeout)
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, HTTP2Channel.Value>> {
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, any Channel>> {
                 result in
                 switch result {
                 case .negotiated("h2"):
-                    return http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                    return channel.eventLoop.makeCompletedFuture {
+                        try http2.configure(channel)
+                        return .http2(channel)
+                    }
                 case .negotiated("http/1.1"), .fallback:
                     return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
                 case .negotiated:
@@ -109,7 +107,13 @@ struct ServiceTLSChannel: HTTPChannelHandler {
         do {
             switch try await value.negotiated.get() {
             case .http1_1(let http1Channel): await http1.handle(value: http1Channel, logger: logger)
-            case .http2(let http2Channel): await http2.handle(value: http2Channel, logger: logger)
+            case .http2(let connection):
+                // The streams are answered on the event loop, or in tasks of their own; this waits for the end.
+                try await withTaskCancellationHandler {
+                    try await connection.closeFuture.get()
+                } onCancel: {
+                    connection.close(promise: nil)
+                }
             }
         } catch {
             logger.debug("TLS or protocol negotiation failed: \(error)")

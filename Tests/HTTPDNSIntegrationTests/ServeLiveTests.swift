@@ -220,24 +220,71 @@ struct ServeLiveTests {
     }
 
     /// SIGTERM while a request waits on a silent upstream: the service stops accepting, answers the request it
-    /// has (here 503 once the upstream times out), and exits 0.
-    @Test func sigtermLetsTheRequestInFlightFinish() async throws {
+    /// has (here 503 once the upstream times out), and exits 0. Over HTTP/1.1, and over HTTP/2, where the
+    /// connection is told GOAWAY and closes after the stream in flight.
+    @Test(arguments: ["http/1.1", "h2"])
+    func sigtermLetsTheRequestInFlightFinish(_ version: String) async throws {
         let silent = try SilentUDPServer()
         defer { silent.close() }
-        let server = try Server.start(["--upstream", "127.0.0.1:\(silent.port)"])
-        let request = Task {
-            try await ChildProcess.run(
-                executable: try Self.tool("curl"),
-                arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/d?host=slow.test"]
-            )
+        try await Self.withCertificate { certificate, key in
+            let tls = version == "h2" ? ["--tls-cert", certificate, "--tls-key", key] : []
+            let server = try Server.start(["--upstream", "127.0.0.1:\(silent.port)"] + tls)
+            let client = version == "h2" ? ["--http2", "--cacert", certificate, "https"] : ["--http1.1", "http"]
+            let request = Task {
+                try await ChildProcess.run(
+                    executable: try Self.tool("curl"),
+                    arguments: ["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}"] + client.dropLast()
+                        + ["\(client.last!)://127.0.0.1:\(server.port)/d?host=slow.test"]
+                )
+            }
+            // The upstream query arriving at the silent server proves the request is in flight inside the service.
+            try await silent.waitForDatagram(timeoutMs: 10_000)
+            let termination = server.stop()
+            let response = try await request.value
+            #expect(termination == .exited(0))
+            #expect(response.status == .exited(0), "curl: \(response)")
+            #expect(response.stdout == (version == "h2" ? "503 2" : "503 1.1"))
         }
-        // The upstream query arriving at the silent server proves the request is in flight inside the service.
-        try silent.waitForDatagram(timeoutMs: 10_000)
-        let termination = server.stop()
-        let response = try await request.value
-        #expect(termination == .exited(0))
-        #expect(response.status == .exited(0), "curl: \(response)")
-        #expect(response.stdout == "503")
+    }
+
+    /// Over HTTP/2, what the router answers (misses, errors, POST bodies) comes back as over HTTP/1.1.
+    @Test func http2StreamsReachTheRouter() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            try await Self.withCertificate { certificate, key in
+                let server = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                defer { server.stop() }
+                let base = "https://127.0.0.1:\(server.port)"
+                func curl(_ arguments: [String]) async throws -> String {
+                    let run = try await ChildProcess.run(
+                        executable: try Self.tool("curl"),
+                        arguments: ["-s", "--http2", "--cacert", certificate, "-w", " %{http_code} %{http_version}"] + arguments
+                    )
+                    #expect(run.status == .exited(0), "\(arguments): \(run)")
+                    return run.stdout
+                }
+                let bad = try await curl([base + "/d?host=bad_name"])
+                #expect(bad.hasPrefix(#"{"code":"InvalidHost""#) && bad.hasSuffix(" 400 2"), "\(bad)")
+                let missing = try await curl([base + "/nowhere"])
+                #expect(missing == " 404 2")
+                // A DoH POST: the body reaches the route; one byte over the limit is refused by it.
+                // ID 0, RD, one question: serve.test A IN.
+                let query =
+                    Data([0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5]) + Data("serve".utf8) + Data([4]) + Data("test".utf8)
+                    + Data([0, 0, 1, 0, 1])
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-post-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                try query.write(to: directory.appendingPathComponent("query"))
+                try Data(count: 65_536).write(to: directory.appendingPathComponent("large"))
+                let post = ["-H", "Content-Type: application/dns-message", "-o", "/dev/null"]
+                let answered = try await curl(post + ["--data-binary", "@\(directory.path)/query", base + "/dns-query"])
+                #expect(answered == " 200 2")
+                let tooLarge = try await curl(post + ["--data-binary", "@\(directory.path)/large", base + "/dns-query"])
+                #expect(tooLarge == " 413 2")
+                let headers = try await curl(["-D", "-", "-o", "/dev/null", base + "/healthz"])
+                #expect(headers.lowercased().contains("\r\ndate: "), "\(headers)")
+            }
+        }
     }
 
     /// Flags override the environment, which overrides the file.
@@ -345,12 +392,22 @@ final class SilentUDPServer: Sendable {
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Waits until a datagram arrives (and reads it), or fails after `timeoutMs`.
-    func waitForDatagram(timeoutMs: Int32) throws {
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        try #require(poll(&descriptor, 1, timeoutMs) == 1, "no query reached the silent upstream")
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        _ = recv(fd, &buffer, buffer.count, 0)
+    /// Waits until a datagram arrives (and reads it), or fails after `timeoutMs`. The wait blocks a thread of its
+    /// own, not one of the few that run the tests' tasks (the clients whose query it waits for among them).
+    func waitForDatagram(timeoutMs: Int32) async throws {
+        let fd = self.fd
+        let arrived = await withCheckedContinuation { continuation in
+            Thread {
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&descriptor, 1, timeoutMs) == 1
+                if ready {
+                    var buffer = [UInt8](repeating: 0, count: 2048)
+                    _ = recv(fd, &buffer, buffer.count, 0)
+                }
+                continuation.resume(returning: ready)
+            }.start()
+        }
+        try #require(arrived, "no query reached the silent upstream")
     }
 
     func close() { Glibc.close(fd) }
