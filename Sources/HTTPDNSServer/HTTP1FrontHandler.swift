@@ -35,8 +35,9 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var reading = Reading.idle
     /// Requests read whose response has not been written in full, wherever they are answered.
     private var requestsInProgress = 0
-    /// Of those, the ones handed on to the router.
-    private var owedByRouter = 0
+    /// Of those, the ones handed on to the router, in order: whether each is a HEAD request, whose response goes
+    /// out without its body.
+    private var owedByRouter = CircularBuffer<Bool>()
     private var lastActive = NIODeadline.uptimeNanoseconds(0)
     private var idleCheck: Scheduled<Void>?
     private var closeAfterLastResponse = false
@@ -56,12 +57,12 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             lastActive = context.eventLoop.now
             requestsInProgress += 1
-            if owedByRouter == 0, head.method == .GET, head.isKeepAlive,
+            if owedByRouter.isEmpty, head.method == .GET, head.isKeepAlive,
                 let (reply, route) = responder.reply(toGET: head.uri, channel: context.channel)
             {
                 reading = .answering(reply, route: route, started: .now)
             } else {
-                owedByRouter += 1
+                owedByRouter.append(head.method == .HEAD)
                 reading = .handingOn
                 context.fireChannelRead(data)
             }
@@ -112,11 +113,14 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: - Responses, idleness and shutdown
 
+    /// Whether the router's response being written answers a HEAD request.
+    var routerRespondsToHEAD: Bool { owedByRouter.first ?? false }
+
     /// Called by ``RouterResponseObserver`` once the end of the router's response to a request handed on has
     /// been written.
     func routerResponseEnded() {
         // A parse error is answered without a request having been read: nothing is owed then.
-        owedByRouter = max(0, owedByRouter - 1)
+        _ = owedByRouter.popFirst()
         if let context { responseEnded(context: context) }
     }
 
@@ -135,6 +139,14 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed = event as? ChannelEvent {
+            // The router's side closes the connection when its input ends, which would drop answers written here
+            // and not yet sent: the event goes on once they are.
+            let sent = context.eventLoop.makePromise(of: Void.self)
+            context.writeAndFlush(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(capacity: 0))), promise: sent)
+            sent.futureResult.assumeIsolated().whenComplete { _ in context.fireUserInboundEventTriggered(event) }
+            return
+        }
         guard event is ChannelShouldQuiesceEvent else {
             context.fireUserInboundEventTriggered(event)
             return
@@ -195,8 +207,9 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Tells ``HTTP1FrontHandler`` when a response from the router's side ends. Sits before the response encoder,
-/// so the end has passed the front, as bytes, by the time the front hears of it.
+/// Tells ``HTTP1FrontHandler`` when a response from the router's side ends, and drops the body of a response to
+/// HEAD. Sits before the response encoder, so the end has passed the front, as bytes, by the time the front hears
+/// of it.
 final class RouterResponseObserver: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
@@ -208,11 +221,18 @@ final class RouterResponseObserver: ChannelOutboundHandler, RemovableChannelHand
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .end = unwrapOutboundIn(data) else {
+        switch unwrapOutboundIn(data) {
+        case .head:
             context.write(data, promise: promise)
-            return
+        case .body:
+            guard !front.routerRespondsToHEAD else {
+                promise?.succeed()
+                return
+            }
+            context.write(data, promise: promise)
+        case .end:
+            context.write(data, promise: promise)
+            front.routerResponseEnded()
         }
-        context.write(data, promise: promise)
-        front.routerResponseEnded()
     }
 }

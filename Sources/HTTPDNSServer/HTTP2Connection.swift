@@ -26,7 +26,9 @@ struct ServiceHTTP2Connection: Sendable {
     /// Adds the HTTP/2 handler, its stream multiplexer and the connection manager to a negotiated connection.
     func configure(_ channel: any Channel) throws {
         let manager = HTTP2ConnectionManager(idleTimeout: TimeAmount(idleTimeout), eventLoop: channel.eventLoop)
-        let (cacheHits, router) = (cacheHits, router)
+        let (cacheHits, router, idleTimeout) = (cacheHits, router, idleTimeout)
+        // Reads wait while the socket cannot take more: hits are answered as they are read.
+        try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server,
             connectionConfiguration: .init(),
@@ -36,6 +38,8 @@ struct ServiceHTTP2Connection: Sendable {
             stream.eventLoop.makeCompletedFuture {
                 let pipeline = stream.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2FramePayloadToHTTPServerCodec())
+                // A stream whose request never ends, or whose answer never comes, is closed after the idle timeout.
+                try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: router.logger))
                 try pipeline.addHandler(CacheHitHandler(responder: cacheHits))
                 try pipeline.addHandler(RouterStreamHandler(router: router))
             }
@@ -88,13 +92,16 @@ struct RouterBridge: Sendable {
 }
 
 /// The last handler of an HTTP/2 stream: collects a request that ``CacheHitHandler`` handed on and answers it
-/// through the router, in a task.
+/// through the router, in a task that ends with the stream. A body past the largest a route reads is answered at
+/// once (the route refuses it) and the stream is reset, so the client stops sending it.
 final class RouterStreamHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
 
     private let router: RouterBridge
     private var head: HTTPRequest?
     private var body = ByteBuffer()
+    private var answering: Task<Void, Never>?
+    private var requestEnded = false
 
     init(router: RouterBridge) {
         self.router = router
@@ -106,18 +113,36 @@ final class RouterStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
             self.head = head
             body.clear()
         case .body(var part):
+            guard answering == nil else { return }
             let room = router.maxBodyBytes + 1 - body.readableBytes
-            if room > 0, let kept = part.readSlice(length: min(room, part.readableBytes)) {
+            if let kept = part.readSlice(length: min(room, part.readableBytes)) {
                 body.writeImmutableBuffer(kept)
             }
+            if body.readableBytes > router.maxBodyBytes { answer(context: context) }
         case .end:
-            guard let head else { return }
-            self.head = nil
-            let request = Request(head: head, body: RequestBody(buffer: body))
-            body = ByteBuffer()
-            let (router, stream) = (router, context.channel)
-            Task { await router.answer(request, on: stream) }
+            requestEnded = true
+            if answering == nil { answer(context: context) }
         }
+    }
+
+    private func answer(context: ChannelHandlerContext) {
+        guard let head else { return }
+        let request = Request(head: head, body: RequestBody(buffer: body))
+        let (router, stream) = (router, context.channel)
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        answering = Task {
+            await router.answer(request, on: stream)
+            stream.eventLoop.execute {
+                // Answered before the client finished sending: reset the stream rather than read the rest.
+                if !handler.value.requestEnded { stream.close(promise: nil) }
+            }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // Reset by the client, or the connection went away: nobody is left to answer.
+        answering?.cancel()
+        context.fireChannelInactive()
     }
 }
 
@@ -176,9 +201,21 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
 
     private func scheduleIdleClose(context: ChannelHandlerContext) {
         idleClose?.cancel()
-        idleClose = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) {
+        idleClose = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in
+            // GOAWAY first, so a client whose request crossed the close knows it was not answered.
+            sendGoAway(context: context)
             context.close(promise: nil)
         }
+    }
+
+    private func sendGoAway(context: ChannelHandlerContext) {
+        let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))
+        context.writeAndFlush(wrapOutboundOut(goAway), promise: nil)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // The HTTP/2 handler has already sent GOAWAY for a connection error; TLS errors end the connection too.
+        context.close(promise: nil)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -204,6 +241,11 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed = event as? ChannelEvent {
+            // The client sent FIN without closing TLS: nothing more can arrive.
+            context.close(promise: nil)
+            return
+        }
         guard event is ChannelShouldQuiesceEvent else {
             context.fireUserInboundEventTriggered(event)
             return
@@ -211,8 +253,7 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
         guard !quiescing else { return }
         quiescing = true
         // Streams up to the last one opened are answered; the client retries later ones on a new connection.
-        let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))
-        context.writeAndFlush(wrapOutboundOut(goAway), promise: nil)
+        sendGoAway(context: context)
         if openStreams == 0 { context.close(promise: nil) }
     }
 }

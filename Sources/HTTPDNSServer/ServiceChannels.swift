@@ -29,12 +29,14 @@ struct ServiceHTTP1Channel: HTTPChannelHandler {
 
     /// Request decoder, front, response encoder, the observer of the router's responses, and the conversion to
     /// and from the HTTP types that the router's side reads and writes. Unlike `configureHTTPServerPipeline`, the
-    /// decoder does not tell the encoder each request's method (which lets it drop the body of a response to
-    /// HEAD): the service routes no HEAD requests and answers them with an empty 404.
+    /// decoder does not tell the encoder each request's method; the front and the observer drop the body of a
+    /// response to HEAD instead.
     static func configure(_ pipeline: ChannelPipeline.SynchronousOperations, cacheHits: CacheHitResponder, idleTimeout: Duration) throws {
         var limits = NIOHTTPDecoderLimitConfiguration()
         limits.maxHeaderFieldCount = 1000  // Hummingbird's default
         let front = HTTP1FrontHandler(responder: cacheHits, idleTimeout: TimeAmount(idleTimeout))
+        // Reads wait while the socket cannot take more: hits are answered as they are read.
+        try pipeline.addHandler(BackPressureHandler())
         try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
         try pipeline.addHandler(front)
         try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))

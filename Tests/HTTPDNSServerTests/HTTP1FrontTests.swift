@@ -65,6 +65,40 @@ import Testing
         #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
     }
 
+    @Test func aResponseToHEADGoesOutWithoutItsBody() async throws {
+        let f = ServiceFixture(NativeAPITests.dual)
+        try await f.prime("api.example.test")
+        let channel = try f.http1Channel()
+        try channel.send("HEAD /d?host=api.example.test HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try channel.handedOn() == 2, "HEAD is the router's")
+        try channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .notFound, headerFields: [.contentLength: "5"])))
+        try channel.writeOutbound(HTTPResponsePart.body(ByteBuffer(string: "hello")))
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        var bytes = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            if case .byteBuffer(let buffer) = data { bytes += String(buffer: buffer) }
+        }
+        #expect(bytes.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
+        #expect(bytes.hasSuffix("\r\n\r\n"), "no body after the head: \(bytes)")
+        // The connection stays in step: the next hit is answered at the front.
+        try channel.send(Self.hit)
+        #expect(try channel.handedOn() == 0)
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    @Test func theEndOfInputStillReachesTheRoutersSide() async throws {
+        let f = ServiceFixture(NativeAPITests.dual)
+        try await f.prime("api.example.test")
+        let channel = try f.http1Channel()
+        let recorder = EventRecorder()
+        try channel.pipeline.syncOperations.addHandler(recorder)
+        try channel.send(Self.hit + Self.hit)
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
+        #expect(recorder.inputClosed)
+    }
+
     @Test func anIdleConnectionClosesAndActivityKeepsItOpen() async throws {
         let f = ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
@@ -105,6 +139,17 @@ import Testing
         try busy.answerAsRouter()
         #expect(try busy.sent().hasPrefix("HTTP/1.1 204"), "the response goes out before the close")
         #expect(!busy.isActive)
+    }
+}
+
+/// Notes whether the end of input reached the router's side.
+private final class EventRecorder: ChannelInboundHandler {
+    typealias InboundIn = HTTPRequestPart
+    var inputClosed = false
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed = event as? ChannelEvent { inputClosed = true }
+        context.fireUserInboundEventTriggered(event)
     }
 }
 
