@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// The front of every HTTP/1.1 connection, right after the request decoder:
 ///
@@ -140,11 +141,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .inputClosed = event as? ChannelEvent {
-            // The router's side closes the connection when its input ends, which would drop answers written here
-            // and not yet sent: the event goes on once they are.
-            let sent = context.eventLoop.makePromise(of: Void.self)
-            context.writeAndFlush(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(capacity: 0))), promise: sent)
-            sent.futureResult.assumeIsolated().whenComplete { _ in context.fireUserInboundEventTriggered(event) }
+            afterAnswersSent(context: context) { context.fireUserInboundEventTriggered(event) }
             return
         }
         guard event is ChannelShouldQuiesceEvent else {
@@ -156,6 +153,23 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } else {
             closeAfterLastResponse = true
         }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case .uncleanShutdown = error as? NIOSSLError {
+            // A FIN without TLS's close_notify: the end of input, as above.
+            afterAnswersSent(context: context) { context.fireErrorCaught(error) }
+            return
+        }
+        context.fireErrorCaught(error)
+    }
+
+    /// The router's side closes the connection when its input ends, which would drop answers written here and not
+    /// yet sent: `then` runs once they are.
+    private func afterAnswersSent(context: ChannelHandlerContext, then: @escaping () -> Void) {
+        let sent = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(capacity: 0))), promise: sent)
+        sent.futureResult.assumeIsolated().whenComplete { _ in then() }
     }
 
     private func scheduleIdleCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
@@ -231,7 +245,12 @@ final class RouterResponseObserver: ChannelOutboundHandler, RemovableChannelHand
             }
             context.write(data, promise: promise)
         case .end:
-            context.write(data, promise: promise)
+            if front.routerRespondsToHEAD {
+                // Without the request's method the encoder may have announced a chunked body; none follows.
+                promise?.succeed()
+            } else {
+                context.write(data, promise: promise)
+            }
             front.routerResponseEnded()
         }
     }

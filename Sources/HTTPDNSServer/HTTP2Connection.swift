@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP2
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP2
+import NIOSSL
 
 #if canImport(Glibc)
     import Glibc
@@ -38,8 +39,7 @@ struct ServiceHTTP2Connection: Sendable {
             stream.eventLoop.makeCompletedFuture {
                 let pipeline = stream.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2FramePayloadToHTTPServerCodec())
-                // A stream whose request never ends, or whose answer never comes, is closed after the idle timeout.
-                try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: router.logger))
+                try pipeline.addHandler(StreamDeadline(lifetime: TimeAmount(idleTimeout)))
                 try pipeline.addHandler(CacheHitHandler(responder: cacheHits))
                 try pipeline.addHandler(RouterStreamHandler(router: router))
             }
@@ -133,16 +133,51 @@ final class RouterStreamHandler: ChannelInboundHandler, RemovableChannelHandler 
         answering = Task {
             await router.answer(request, on: stream)
             stream.eventLoop.execute {
-                // Answered before the client finished sending: reset the stream rather than read the rest.
-                if !handler.value.requestEnded { stream.close(promise: nil) }
+                // Answered before the client finished sending: end the stream rather than read the rest.
+                if !handler.value.requestEnded { resetWithoutError(stream) }
             }
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        // Reset by the client, or the connection went away: nobody is left to answer.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // The stream is gone (reset by the client, or its connection closed): nobody is left to answer.
         answering?.cancel()
-        context.fireChannelInactive()
+    }
+}
+
+/// RST_STREAM with NO_ERROR, as RFC 9113 §8.1 asks after a complete response to an unfinished request. On the
+/// stream's event loop.
+private func resetWithoutError(_ stream: any Channel) {
+    guard let codec = try? stream.pipeline.syncOperations.context(handlerType: HTTP2FramePayloadToHTTPServerCodec.self) else {
+        stream.close(promise: nil)
+        return
+    }
+    codec.writeAndFlush(NIOAny(HTTP2Frame.FramePayload.rstStream(.noError)), promise: nil)
+}
+
+/// Resets an HTTP/2 stream still open after `lifetime`, whether its request never ended or its answer cannot be
+/// sent (a client withholding flow-control credit): streams, and the connection holding them, end in bounded
+/// time. Answers take at most the upstream's timeout, far below the default lifetime (the idle timeout, 60 s).
+final class StreamDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    private let lifetime: TimeAmount
+    private var deadline: Scheduled<Void>?
+
+    init(lifetime: TimeAmount) {
+        self.lifetime = lifetime
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: lifetime) {
+            context.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
     }
 }
 
@@ -214,8 +249,26 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // The HTTP/2 handler has already sent GOAWAY for a connection error; TLS errors end the connection too.
-        context.close(promise: nil)
+        switch error {
+        case is NIOHTTP2Errors.StreamError:
+            // One stream's error: the HTTP/2 handler has reset that stream; the others go on.
+            break
+        case NIOSSLError.uncleanShutdown:
+            // A FIN without TLS's close_notify: nothing more can arrive.
+            drain(context: context)
+        default:
+            // A connection error (the HTTP/2 handler has sent GOAWAY), or TLS failing.
+            context.close(promise: nil)
+        }
+    }
+
+    /// GOAWAY, then close once the open streams have been answered (each ends within its ``StreamDeadline``).
+    private func drain(context: ChannelHandlerContext) {
+        guard !quiescing else { return }
+        quiescing = true
+        // Streams up to the last one opened are answered; the client retries later ones on a new connection.
+        sendGoAway(context: context)
+        if openStreams == 0 { context.close(promise: nil) }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -241,19 +294,14 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .inputClosed = event as? ChannelEvent {
-            // The client sent FIN without closing TLS: nothing more can arrive.
-            context.close(promise: nil)
-            return
-        }
-        guard event is ChannelShouldQuiesceEvent else {
+        switch event {
+        case ChannelEvent.inputClosed:
+            // The client has closed its side: answer what it asked, then close.
+            drain(context: context)
+        case is ChannelShouldQuiesceEvent:
+            drain(context: context)
+        default:
             context.fireUserInboundEventTriggered(event)
-            return
         }
-        guard !quiescing else { return }
-        quiescing = true
-        // Streams up to the last one opened are answered; the client retries later ones on a new connection.
-        sendGoAway(context: context)
-        if openStreams == 0 { context.close(promise: nil) }
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
+import NIOSSL
 import Testing
 
 @testable import HTTPDNSServer
@@ -80,6 +81,18 @@ import Testing
         }
         #expect(bytes.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
         #expect(bytes.hasSuffix("\r\n\r\n"), "no body after the head: \(bytes)")
+        // Without a length the encoder announces a chunked body; its end must not follow either.
+        try channel.send("HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+        _ = try channel.handedOn()
+        try channel.writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .notFound)))
+        try channel.writeOutbound(HTTPResponsePart.end(nil))
+        var chunked = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            if case .byteBuffer(let buffer) = data { chunked += String(buffer: buffer) }
+        }
+        #expect(chunked.hasPrefix("HTTP/1.1 404 Not Found\r\n"))
+        let afterHead = chunked.components(separatedBy: "\r\n\r\n").dropFirst()
+        #expect(afterHead == [""], "nothing after the head: \(chunked)")
         // The connection stays in step: the next hit is answered at the front.
         try channel.send(Self.hit)
         #expect(try channel.handedOn() == 0)
@@ -94,9 +107,11 @@ import Testing
         try channel.pipeline.syncOperations.addHandler(recorder)
         try channel.send(Self.hit + Self.hit)
         channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        channel.pipeline.fireErrorCaught(NIOSSLError.uncleanShutdown)
         #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
         #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
         #expect(recorder.inputClosed)
+        #expect(recorder.uncleanShutdown)
     }
 
     @Test func anIdleConnectionClosesAndActivityKeepsItOpen() async throws {
@@ -146,10 +161,15 @@ import Testing
 private final class EventRecorder: ChannelInboundHandler {
     typealias InboundIn = HTTPRequestPart
     var inputClosed = false
+    var uncleanShutdown = false
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .inputClosed = event as? ChannelEvent { inputClosed = true }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case .uncleanShutdown = error as? NIOSSLError { uncleanShutdown = true }
     }
 }
 

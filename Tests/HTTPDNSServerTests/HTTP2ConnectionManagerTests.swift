@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP2
+import NIOSSL
 import Testing
 
 @testable import HTTPDNSServer
@@ -53,6 +54,44 @@ import Testing
         #expect(channel.isActive, "stream 3 is still being answered")
         manager.streamDelegate.streamClosed(HTTP2StreamID(3), channel: channel)
         #expect(!channel.isActive)
+    }
+
+    @Test func oneStreamsErrorLeavesTheConnectionOpenAndAConnectionErrorClosesIt() throws {
+        let (channel, manager) = try connection()
+        manager.streamDelegate.streamCreated(HTTP2StreamID(1), channel: channel)
+        channel.pipeline.fireErrorCaught(NIOHTTP2Errors.streamError(streamID: HTTP2StreamID(1), baseError: NIOHTTP2Errors.flowControlViolation()))
+        #expect(channel.isActive)
+        channel.pipeline.fireErrorCaught(NIOHTTP2Errors.invalidALPNToken())
+        #expect(!channel.isActive)
+    }
+
+    @Test(arguments: ["input closed", "unclean TLS shutdown"])
+    func theClientClosingItsSideDrainsTheConnection(_ how: String) throws {
+        let (channel, manager) = try connection()
+        manager.streamDelegate.streamCreated(HTTP2StreamID(1), channel: channel)
+        if how == "input closed" {
+            channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        } else {
+            channel.pipeline.fireErrorCaught(NIOSSLError.uncleanShutdown)
+        }
+        let frame = try #require(try channel.readOutbound(as: HTTP2Frame.self))
+        guard case .goAway = frame.payload else {
+            Issue.record("expected GOAWAY, got \(frame.payload)")
+            return
+        }
+        #expect(channel.isActive, "stream 1 is still being answered")
+        manager.streamDelegate.streamClosed(HTTP2StreamID(1), channel: channel)
+        #expect(!channel.isActive)
+    }
+
+    @Test func aStreamIsResetWhenItOutlivesItsDeadline() throws {
+        let stream = EmbeddedChannel()
+        try stream.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        try stream.pipeline.syncOperations.addHandler(StreamDeadline(lifetime: .seconds(60)))
+        stream.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(stream.isActive)
+        stream.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(!stream.isActive)
     }
 
     @Test func gracefulShutdownOfAnIdleConnectionClosesAtOnce() throws {
