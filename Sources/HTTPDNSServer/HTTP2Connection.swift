@@ -220,6 +220,7 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
     private func streamCreated(_ id: HTTP2StreamID) {
         openStreams += 1
         lastStreamID = max(lastStreamID, id)
+        guard !quiescing else { return }  // the drain's deadline stands
         idleClose?.cancel()
         idleClose = nil
     }
@@ -251,7 +252,9 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
         case is NIOHTTP2Errors.StreamError:
-            // One stream's error: the HTTP/2 handler has reset that stream; the others go on.
+            // A stream the client opened after our GOAWAY, refused by the HTTP/2 handler: the others go on. (Other
+            // errors on one stream reach here unwrapped, indistinguishable from connection errors, and close the
+            // connection, as Hummingbird's handler did.)
             break
         case NIOSSLError.uncleanShutdown:
             // A FIN without TLS's close_notify: nothing more can arrive.
@@ -262,13 +265,19 @@ final class HTTP2ConnectionManager: ChannelDuplexHandler, RemovableChannelHandle
         }
     }
 
-    /// GOAWAY, then close once the open streams have been answered (each ends within its ``StreamDeadline``).
+    /// GOAWAY, then close once the open streams have been answered, or after the idle timeout at the latest (a
+    /// client that stops reading can keep even the resets of its streams from being sent).
     private func drain(context: ChannelHandlerContext) {
         guard !quiescing else { return }
         quiescing = true
         // Streams up to the last one opened are answered; the client retries later ones on a new connection.
         sendGoAway(context: context)
-        if openStreams == 0 { context.close(promise: nil) }
+        if openStreams == 0 {
+            context.close(promise: nil)
+        } else {
+            idleClose?.cancel()
+            idleClose = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { context.close(promise: nil) }
+        }
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

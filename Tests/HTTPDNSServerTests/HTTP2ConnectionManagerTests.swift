@@ -56,10 +56,11 @@ import Testing
         #expect(!channel.isActive)
     }
 
-    @Test func oneStreamsErrorLeavesTheConnectionOpenAndAConnectionErrorClosesIt() throws {
+    @Test func aStreamRefusedAfterGOAWAYLeavesTheConnectionOpenAndAConnectionErrorClosesIt() throws {
         let (channel, manager) = try connection()
         manager.streamDelegate.streamCreated(HTTP2StreamID(1), channel: channel)
-        channel.pipeline.fireErrorCaught(NIOHTTP2Errors.streamError(streamID: HTTP2StreamID(1), baseError: NIOHTTP2Errors.flowControlViolation()))
+        // How the HTTP/2 handler reports a stream opened after GOAWAY (ConnectionStreamsState in swift-nio-http2).
+        channel.pipeline.fireErrorCaught(NIOHTTP2Errors.streamError(streamID: HTTP2StreamID(3), baseError: NIOHTTP2Errors.createdStreamAfterGoaway()))
         #expect(channel.isActive)
         channel.pipeline.fireErrorCaught(NIOHTTP2Errors.invalidALPNToken())
         #expect(!channel.isActive)
@@ -81,6 +82,16 @@ import Testing
         }
         #expect(channel.isActive, "stream 1 is still being answered")
         manager.streamDelegate.streamClosed(HTTP2StreamID(1), channel: channel)
+        #expect(!channel.isActive)
+    }
+
+    @Test func aDrainEndsAfterTheIdleTimeoutEvenIfAStreamNeverCloses() throws {
+        let (channel, manager) = try connection()
+        manager.streamDelegate.streamCreated(HTTP2StreamID(1), channel: channel)
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(2))
         #expect(!channel.isActive)
     }
 
