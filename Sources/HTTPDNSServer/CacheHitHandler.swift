@@ -22,16 +22,8 @@ final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private enum State {
-        case idle
-        /// The request is the router's: its parts go on.
-        case handingOn
-        /// The request is answered here once its end has been read; its body, if any, is dropped.
-        case answering(Reply, route: String, started: ContinuousClock.Instant)
-    }
-
     private let responder: CacheHitResponder
-    private var state = State.idle
+    private var state = CacheHitReading.idle
     private var responsesOwed = 0
     private var flushPending = false
     private var date = HTTPDate()
@@ -93,6 +85,15 @@ final class CacheHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         flushPending = true
     }
+}
+
+/// Where the request being read is going, in ``CacheHitHandler`` and ``HTTP1FrontHandler``.
+enum CacheHitReading {
+    case idle
+    /// The request is the router's: its parts go on.
+    case handingOn
+    /// The request is answered here once its end has been read; its body, if any, is dropped.
+    case answering(Reply, route: String, started: ContinuousClock.Instant)
 }
 
 /// Whether a request can be answered from the cache on the event loop, and with what: what ``HTTP1FrontHandler``

@@ -23,17 +23,9 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    private enum Reading {
-        case idle
-        /// The request is the router's: its parts go on.
-        case handingOn
-        /// The request is answered here once its end has been read; its body, if any, is dropped.
-        case answering(Reply, route: String, started: ContinuousClock.Instant)
-    }
-
     private let responder: CacheHitResponder
     private let idleTimeout: TimeAmount
-    private var reading = Reading.idle
+    private var reading = CacheHitReading.idle
     /// Requests read whose response has not been written in full, wherever they are answered.
     private var requestsInProgress = 0
     /// Of those, the ones handed on to the router, in order: whether each is a HEAD request, whose response goes
