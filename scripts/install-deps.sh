@@ -2,13 +2,13 @@
 # Installs the Debian/Ubuntu packages swift-httpdns builds, tests and benchmarks with, if any is missing.
 #   libc-ares-dev, pkg-config   build: the c-ares C library the CAres module wraps
 #   dnsmasq-base                tests: a real DNS server the integration tests start on 127.0.0.x
-#   curl, openssl, knot-dnsutils, prometheus   tests of the service: an HTTP/2 and DoH client, test
-#                               certificates, kdig (DoH), promtool (checks /metrics)
+#   curl, openssl, knot-dnsutils, nghttp2-client, prometheus   tests of the service: an HTTP/2 and DoH client,
+#                               test certificates, kdig (DoH), nghttp and h2load (HTTP/2), promtool (checks /metrics)
 #   unbound, dnsperf, bind9-dnsutils   benchmarks: the local resolver, the load generator, dig
-#   with --bench also: wrk, nginx-light, nghttp2-client (h2load), dnsdist   the service's benchmarks
+#   with --bench also: wrk, nginx-light, dnsdist   the service's benchmarks
 set -euo pipefail
-packages=(libc-ares-dev pkg-config dnsmasq-base curl openssl knot-dnsutils prometheus unbound dnsperf bind9-dnsutils)
-if [ "${1:-}" = "--bench" ]; then packages+=(wrk nginx-light nghttp2-client dnsdist); fi
+packages=(libc-ares-dev pkg-config dnsmasq-base curl openssl knot-dnsutils nghttp2-client prometheus unbound dnsperf bind9-dnsutils)
+if [ "${1:-}" = "--bench" ]; then packages+=(wrk nginx-light dnsdist); fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

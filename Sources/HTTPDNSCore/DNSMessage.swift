@@ -153,12 +153,7 @@ extension DNSMessage {
         u16(0)
         u16(hasEDNS ? 1 : 0)
         for question in questions {
-            for label in question.name.split(separator: ".", omittingEmptySubsequences: true) {
-                let utf8 = Array(label.utf8.prefix(63))
-                bytes.append(UInt8(utf8.count))
-                bytes.append(contentsOf: utf8)
-            }
-            bytes.append(0)
+            appendName(question.name, to: &bytes)
             u16(question.type)
             u16(question.recordClass)
         }
@@ -198,7 +193,25 @@ extension DNSMessage {
     }
 }
 
-/// Bounds-checked reading of a DNS message.
+extension DNSMessage {
+    /// A name's labels, each cut at 63 bytes, then the root; empty labels (two dots in a row) are left out.
+    private func appendName(_ name: String, to bytes: inout [UInt8]) {
+        let utf8 = name.utf8
+        var start = utf8.startIndex
+        while start < utf8.endIndex {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: ".")) ?? utf8.endIndex
+            let length = min(utf8.distance(from: start, to: end), 63)
+            if length > 0 {
+                bytes.append(UInt8(length))
+                bytes.append(contentsOf: utf8[start..<utf8.index(start, offsetBy: length)])
+            }
+            start = end == utf8.endIndex ? end : utf8.index(after: end)
+        }
+        bytes.append(0)
+    }
+}
+
+/// Bounds-checked reading of a DNS message. What is being read is described only when it turns out malformed.
 private struct Reader {
     private let bytes: [UInt8]
     private var offset = 0
@@ -208,86 +221,87 @@ private struct Reader {
     var isAtEnd: Bool { offset == bytes.count }
     var remaining: Int { bytes.count - offset }
 
-    mutating func u8(_ part: String) throws(DNSMessageError) -> UInt8 {
-        guard offset < bytes.count else { throw DNSMessageError(reason: "the message ends inside \(part)") }
+    mutating func u8(_ part: @autoclosure () -> String) throws(DNSMessageError) -> UInt8 {
+        guard offset < bytes.count else { throw DNSMessageError(reason: "the message ends inside \(part())") }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    mutating func u16(_ part: String) throws(DNSMessageError) -> UInt16 {
-        UInt16(try u8(part)) << 8 | UInt16(try u8(part))
+    mutating func u16(_ part: @autoclosure () -> String) throws(DNSMessageError) -> UInt16 {
+        UInt16(try u8(part())) << 8 | UInt16(try u8(part()))
     }
 
-    mutating func skip(_ count: Int, _ part: String) throws(DNSMessageError) {
-        guard count <= remaining else { throw DNSMessageError(reason: "the message ends inside \(part)") }
+    mutating func skip(_ count: Int, _ part: @autoclosure () -> String) throws(DNSMessageError) {
+        guard count <= remaining else { throw DNSMessageError(reason: "the message ends inside \(part())") }
         offset += count
     }
 
     /// Reads a name, following compression pointers (RFC 1035 §4.1.4) that point backwards only.
-    mutating func name(_ part: String) throws(DNSMessageError) -> String {
-        var labels: [String] = []
+    mutating func name(_ part: @autoclosure () -> String) throws(DNSMessageError) -> String {
+        var name: [UInt8] = []
         var cursor = offset
         var jumped = false
         var length = 0
         var jumps = 0
         while true {
-            guard cursor < bytes.count else { throw DNSMessageError(reason: "the message ends inside the name of \(part)") }
+            guard cursor < bytes.count else { throw DNSMessageError(reason: "the message ends inside the name of \(part())") }
             let byte = bytes[cursor]
             switch byte & 0xC0 {
             case 0x00:
                 if byte == 0 {
                     if !jumped { offset = cursor + 1 }
-                    return labels.joined(separator: ".")
+                    return String(decoding: name, as: UTF8.self)
                 }
                 let end = cursor + 1 + Int(byte)
-                guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part) runs past the end of the message") }
+                guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part()) runs past the end of the message") }
                 length += Int(byte) + 1
-                guard length <= 255 else { throw DNSMessageError(reason: "the name of \(part) is longer than 255 bytes") }
+                guard length <= 255 else { throw DNSMessageError(reason: "the name of \(part()) is longer than 255 bytes") }
                 guard !bytes[(cursor + 1)..<end].contains(UInt8(ascii: ".")) else {
-                    throw DNSMessageError(reason: "a label of \(part) contains a dot")
+                    throw DNSMessageError(reason: "a label of \(part()) contains a dot")
                 }
-                labels.append(String(decoding: bytes[(cursor + 1)..<end], as: UTF8.self))
+                if !name.isEmpty { name.append(UInt8(ascii: ".")) }
+                name.append(contentsOf: bytes[(cursor + 1)..<end])
                 cursor = end
             case 0xC0:
-                guard cursor + 1 < bytes.count else { throw DNSMessageError(reason: "a compression pointer of \(part) is cut off") }
+                guard cursor + 1 < bytes.count else { throw DNSMessageError(reason: "a compression pointer of \(part()) is cut off") }
                 let target = Int(byte & 0x3F) << 8 | Int(bytes[cursor + 1])
-                guard target < cursor else { throw DNSMessageError(reason: "a compression pointer of \(part) does not point backwards") }
+                guard target < cursor else { throw DNSMessageError(reason: "a compression pointer of \(part()) does not point backwards") }
                 // A name has at most 127 labels; more pointers than that is a loop or an attack.
                 jumps += 1
-                guard jumps <= 127 else { throw DNSMessageError(reason: "the name of \(part) follows too many compression pointers") }
+                guard jumps <= 127 else { throw DNSMessageError(reason: "the name of \(part()) follows too many compression pointers") }
                 if !jumped { offset = cursor + 2 }
                 jumped = true
                 cursor = target
             default:
-                throw DNSMessageError(reason: "the name of \(part) uses a reserved label type (0x\(String(byte, radix: 16)))")
+                throw DNSMessageError(reason: "the name of \(part()) uses a reserved label type (0x\(String(byte, radix: 16)))")
             }
         }
     }
 
     /// Steps over a name without following its pointers: a record only skipped costs its own bytes.
-    mutating func skipName(_ part: String) throws(DNSMessageError) {
+    mutating func skipName(_ part: @autoclosure () -> String) throws(DNSMessageError) {
         while true {
-            let byte = try u8("the name of \(part)")
+            let byte = try u8("the name of \(part())")
             switch byte & 0xC0 {
             case 0x00:
                 if byte == 0 { return }
-                try skip(Int(byte), "the name of \(part)")
+                try skip(Int(byte), "the name of \(part())")
             case 0xC0:
-                try skip(1, "the name of \(part)")
+                try skip(1, "the name of \(part())")
                 return
             default:
-                throw DNSMessageError(reason: "the name of \(part) uses a reserved label type (0x\(String(byte, radix: 16)))")
+                throw DNSMessageError(reason: "the name of \(part()) uses a reserved label type (0x\(String(byte, radix: 16)))")
             }
         }
     }
 
     /// Steps over one resource record. Returns its type.
-    mutating func skipRecord(_ part: String) throws(DNSMessageError) -> UInt16 {
-        try skipName(part)
-        let type = try u16(part)
-        try skip(6, part)  // class, TTL
-        let dataLength = try u16(part)
-        try skip(Int(dataLength), part)
+    mutating func skipRecord(_ part: @autoclosure () -> String) throws(DNSMessageError) -> UInt16 {
+        try skipName(part())
+        let type = try u16(part())
+        try skip(6, part())  // class, TTL
+        let dataLength = try u16(part())
+        try skip(Int(dataLength), part())
         return type
     }
 }

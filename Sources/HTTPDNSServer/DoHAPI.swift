@@ -17,23 +17,23 @@ struct DoHAPI: Sendable {
         Response(await answer(try Self.getQuestion(request.uri.queryParameters)))
     }
 
-    /// `GET /dns-query` answered from the cache without suspending, for ``CacheHitHandler``; nil when upstream
+    /// `GET /dns-query` answered from the cache without suspending, for ``CacheHitResponder``; nil when upstream
     /// must be asked or the request is not a valid one (``get(_:)`` answers both).
-    func cachedGet(_ parameters: FlatDictionary<Substring, Substring>) -> Reply? {
+    func cachedGet(_ parameters: some QueryParameters) -> Reply? {
         guard let question = try? Self.getQuestion(parameters) else { return nil }
         guard let target = question.target else { return question.reply(nil) }
         return cachedLookUp(target.host, target.family).map(question.reply)
     }
 
-    private static func getQuestion(_ parameters: FlatDictionary<Substring, Substring>) throws -> Question {
-        if let encoded = parameters["dns"] {
+    private static func getQuestion(_ parameters: some QueryParameters) throws -> Question {
+        if let encoded = parameters.first("dns") {
             guard let bytes = Base64URL.decode(encoded), !bytes.isEmpty else {
                 throw Self.malformed("the dns parameter is not base64url")
             }
             return try wireQuestion(bytes)
         }
-        if let name = parameters["name"] {
-            return try jsonQuestion(name: name, type: parameters["type"])
+        if let name = parameters.first("name") {
+            return try jsonQuestion(name: name, type: parameters.first("type"))
         }
         throw ServiceError.missingArgument("dns")
     }
@@ -108,7 +108,7 @@ struct DoHAPI: Sendable {
         var message = query
         message.isResponse = true
         message.recursionAvailable = true
-        message.questions = Array(message.questions.prefix(1))
+        if message.questions.count > 1 { message.questions = [message.questions[0]] }
         var maxAge: UInt32 = 0
         switch kind {
         case .formatError:
@@ -123,9 +123,11 @@ struct DoHAPI: Sendable {
             message.answers = outcome.addresses.map { DNSMessage.Answer(address: $0, ttlSeconds: outcome.ttlSeconds) }
             maxAge = outcome.ttlSeconds
         }
-        var headers: HTTPFields = [.contentType: Self.messageType]
-        headers[.cacheControl] = message.responseCode == .serverFailure ? "no-store" : "max-age=\(maxAge)"
-        return Reply(headers: headers, body: ByteBuffer(bytes: message.encoded()))
+        return Reply(
+            contentType: Self.messageType,
+            cacheControl: message.responseCode == .serverFailure ? .noStore : .maxAge(maxAge),
+            body: ByteBuffer(bytes: message.encoded())
+        )
     }
 
     private enum QuestionKind {
@@ -189,9 +191,11 @@ struct DoHAPI: Sendable {
                 )
             )
         }
-        var headers: HTTPFields = [.contentType: Self.jsonType]
-        headers[.cacheControl] = outcome.code == .serverFailure ? "no-store" : "max-age=\(outcome.ttlSeconds)"
-        return Reply(headers: headers, body: ByteBuffer(string: JSON.object(members).text))
+        return Reply(
+            contentType: Self.jsonType,
+            cacheControl: outcome.code == .serverFailure ? .noStore : .maxAge(outcome.ttlSeconds),
+            body: ByteBuffer(string: JSON.object(members).text)
+        )
     }
 
     // MARK: - Resolution

@@ -36,11 +36,13 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var closeAfterLastResponse = false
     private var flushPending = false
     private var date = HTTPDate()
+    private var hitTimers: RequestMetrics.HitTimers
     private var context: ChannelHandlerContext?
 
     init(responder: CacheHitResponder, idleTimeout: TimeAmount) {
         self.responder = responder
         self.idleTimeout = idleTimeout
+        hitTimers = RequestMetrics.HitTimers(metrics: responder.requestMetrics)
     }
 
     // MARK: - Requests
@@ -72,7 +74,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             reading = .idle
             write(reply, context: context)
-            responder.requestMetrics.record(route: route, method: .get, status: reply.status, since: started)
+            hitTimers.record(route: route, status: reply.status, since: started)
             responseEnded(context: context)
         }
     }
@@ -90,7 +92,12 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func write(_ reply: Reply, context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: 192 + reply.body.readableBytes)
         buffer.writeString("HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n")
-        for field in reply.headers {
+        buffer.writeString("Content-Type: ")
+        buffer.writeString(reply.contentType)
+        buffer.writeString("\r\nCache-Control: ")
+        buffer.writeString(reply.cacheControl.value)
+        buffer.writeString("\r\n")
+        for field in reply.otherFields {
             buffer.writeString(field.name.rawName)
             buffer.writeString(": ")
             buffer.writeString(field.value)
@@ -246,4 +253,13 @@ final class RouterResponseObserver: ChannelOutboundHandler, RemovableChannelHand
             front.routerResponseEnded()
         }
     }
+}
+
+/// Where the request being read is going, in ``HTTP1FrontHandler``.
+enum CacheHitReading {
+    case idle
+    /// The request is the router's: its parts go on.
+    case handingOn
+    /// The request is answered here once its end has been read; its body, if any, is dropped.
+    case answering(Reply, route: String, started: ContinuousClock.Instant)
 }

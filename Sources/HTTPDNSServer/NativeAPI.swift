@@ -15,18 +15,18 @@ struct NativeAPI: Sendable {
         return Response(Self.singleReply(host, families, try await resolve(host, families)))
     }
 
-    /// `/d` answered from the cache without suspending, for ``CacheHitHandler``; nil when upstream must be asked
+    /// `/d` answered from the cache without suspending, for ``CacheHitResponder``; nil when upstream must be asked
     /// or the request is not a valid one (``single(_:)`` answers both).
-    func cachedSingle(_ parameters: FlatDictionary<Substring, Substring>) -> Reply? {
+    func cachedSingle(_ parameters: some QueryParameters) -> Reply? {
         guard let (host, families) = try? Self.singleQuestion(parameters), let answer = cachedAnswer(host, families) else {
             return nil
         }
         return Self.singleReply(host, families, answer)
     }
 
-    private static func singleQuestion(_ parameters: FlatDictionary<Substring, Substring>) throws -> (HostName, AddressFamilies) {
-        guard let hostText = parameters["host"], !hostText.isEmpty else { throw ServiceError.missingArgument("host") }
-        return (try hostName(hostText), try families(parameters["query"]))
+    private static func singleQuestion(_ parameters: some QueryParameters) throws -> (HostName, AddressFamilies) {
+        guard let hostText = parameters.first("host"), !hostText.isEmpty else { throw ServiceError.missingArgument("host") }
+        return (try hostName(hostText), try families(parameters.first("query")))
     }
 
     private static func singleReply(_ host: HostName, _ families: AddressFamilies, _ answer: Answer) -> Reply {

@@ -3,16 +3,43 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// A complete answer held in memory: what both the router's handlers and the cache-hit path on the event loop
-/// (``CacheHitHandler``) build, so the two answer a request with the same bytes.
+/// A complete answer held in memory: what both the router's handlers and the cache-hit paths on the event loop
+/// (``HTTP1FrontHandler``, ``HTTP2ServerConnection``) build, so they answer a request with the same bytes.
+///
+/// Every reply has a content type and a cache policy; they are kept as values rather than as `HTTPFields`, which a
+/// cache hit would otherwise build (and the fast paths take apart again) for every request.
 struct Reply: Sendable {
     var status: HTTPResponse.Status = .ok
-    var headers: HTTPFields
+    var contentType: String
+    var cacheControl: CacheControl
+    /// Fields beyond `Content-Type` and `Cache-Control`, such as `Retry-After`.
+    var otherFields: HTTPFields = [:]
     var body: ByteBuffer
+
+    /// `Cache-Control`: how long a client may keep the answer.
+    enum CacheControl: Sendable, Equatable {
+        case maxAge(UInt32)
+        case noStore
+
+        var value: String {
+            switch self {
+            case .maxAge(let seconds): "max-age=\(seconds)"
+            case .noStore: "no-store"
+            }
+        }
+    }
 
     /// A JSON body with the given `Cache-Control` max-age.
     static func json(_ value: JSON, maxAge: UInt32) -> Reply {
-        Reply(headers: [.contentType: "application/json", .cacheControl: "max-age=\(maxAge)"], body: ByteBuffer(string: value.text))
+        Reply(contentType: "application/json", cacheControl: .maxAge(maxAge), body: ByteBuffer(string: value.text))
+    }
+
+    /// Every field of the reply but `Content-Length`.
+    var headers: HTTPFields {
+        var fields = otherFields
+        fields[.contentType] = contentType
+        fields[.cacheControl] = cacheControl.value
+        return fields
     }
 }
 

@@ -4,7 +4,6 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOHTTP2
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOSSL
@@ -50,23 +49,30 @@ struct ServiceHTTP1Channel: HTTPChannelHandler {
 }
 
 /// TLS connections offering ALPN `h2` and `http/1.1`, negotiated as Hummingbird's `HTTP2UpgradeChannel` does:
-/// HTTP/1.1 as on plain connections (``ServiceHTTP1Channel``), HTTP/2 with ``ServiceHTTP2Connection``.
+/// HTTP/1.1 as on plain connections (``ServiceHTTP1Channel``), HTTP/2 with ``HTTP2ServerConnection``.
 struct ServiceTLSChannel: HTTPChannelHandler {
+    /// What ALPN chose, with the connection set up for it.
+    enum NegotiatedProtocol: Sendable {
+        case http1(ServiceHTTP1Channel.Value)
+        /// The connection, and a future that succeeds once it has closed and its router tasks have ended.
+        case http2(any Channel, settled: EventLoopFuture<Void>)
+    }
+
     struct Value: ServerChildChannelValue {
-        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, any Channel>>
+        let negotiated: EventLoopFuture<NegotiatedProtocol>
         let channel: any Channel
     }
 
     private let sslContext: NIOSSLContext
     private let http1: ServiceHTTP1Channel
-    private let http2: ServiceHTTP2Connection
+    private let http2: HTTP2ServerConnection.Setup
 
     var responder: HTTPChannelHandler.Responder { http1.responder }
 
     /// The server's TLS context, offering `h2` and `http/1.1`.
     static func makeSSLContext(_ tlsConfiguration: TLSConfiguration) throws -> NIOSSLContext {
         var tlsConfiguration = tlsConfiguration
-        tlsConfiguration.applicationProtocols = NIOHTTP2SupportedALPNProtocols
+        tlsConfiguration.applicationProtocols = ["h2", "http/1.1"]
         return try NIOSSLContext(configuration: tlsConfiguration)
     }
 
@@ -79,25 +85,24 @@ struct ServiceTLSChannel: HTTPChannelHandler {
     ) {
         self.sslContext = sslContext
         http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
-        http2 = ServiceHTTP2Connection(cacheHits: cacheHits, router: router, idleTimeout: idleTimeout)
+        http2 = HTTP2ServerConnection.Setup(cacheHits: cacheHits, router: router, idleTimeout: idleTimeout)
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NIONegotiatedHTTPVersion<ServiceHTTP1Channel.Value, any Channel>> {
+            let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NegotiatedProtocol> {
                 result in
                 switch result {
                 case .negotiated("h2"):
                     return channel.eventLoop.makeCompletedFuture {
-                        try http2.configure(channel)
-                        return .http2(channel)
+                        .http2(channel, settled: try http2.configure(channel))
                     }
                 case .negotiated("http/1.1"), .fallback:
-                    return http1.setup(channel: channel, logger: logger).map { .http1_1($0) }
+                    return http1.setup(channel: channel, logger: logger).map { .http1($0) }
                 case .negotiated:
                     // Only h2 and http/1.1 are offered, so anything else is a broken client.
-                    return channel.close().flatMap { channel.eventLoop.makeFailedFuture(NIOHTTP2Errors.invalidALPNToken()) }
+                    return channel.close().flatMap { channel.eventLoop.makeFailedFuture(UnexpectedALPNProtocol()) }
                 }
             }
             try channel.pipeline.syncOperations.addHandler(negotiation)
@@ -108,11 +113,12 @@ struct ServiceTLSChannel: HTTPChannelHandler {
     func handle(value: Value, logger: Logger) async {
         do {
             switch try await value.negotiated.get() {
-            case .http1_1(let http1Channel): await http1.handle(value: http1Channel, logger: logger)
-            case .http2(let connection):
-                // The streams are answered on the event loop, or in tasks of their own; this waits for the end.
+            case .http1(let http1Channel): await http1.handle(value: http1Channel, logger: logger)
+            case .http2(let connection, let settled):
+                // The streams are answered on the event loop, or in tasks of their own; this waits for the end of
+                // the connection and of every task it started.
                 try await withTaskCancellationHandler {
-                    try await connection.closeFuture.get()
+                    try await settled.get()
                 } onCancel: {
                     connection.close(promise: nil)
                 }
@@ -122,3 +128,6 @@ struct ServiceTLSChannel: HTTPChannelHandler {
         }
     }
 }
+
+/// TLS negotiated an application protocol the server did not offer.
+struct UnexpectedALPNProtocol: Error {}

@@ -19,11 +19,8 @@ struct ServiceError: HTTPResponseError {
 
     /// The error as it is sent: its status and headers, and `{"code": …, "message": …}`, never cached.
     var reply: Reply {
-        var headers = self.headers
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "no-store"
         let body = JSON.object([("code", .string(code)), ("message", .string(message))]).text
-        return Reply(status: status, headers: headers, body: ByteBuffer(string: body))
+        return Reply(status: status, contentType: "application/json", cacheControl: .noStore, otherFields: headers, body: ByteBuffer(string: body))
     }
 
     static func missingArgument(_ name: String) -> ServiceError {

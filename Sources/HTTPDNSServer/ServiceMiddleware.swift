@@ -103,9 +103,34 @@ final class RequestMetrics: Sendable {
 
     /// Records one request's duration, from `started` to now.
     func record(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status, since started: ContinuousClock.Instant) {
+        Self.record(timer(route: route, method: method, status: status), since: started)
+    }
+
+    private static func record(_ timer: Metrics.Timer, since started: ContinuousClock.Instant) {
         let elapsed = started.duration(to: .now).components
-        timer(route: route, method: method, status: status)
-            .recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        timer.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+    }
+
+    /// The timers one connection's cache hits use, kept by the connection: recording a hit then takes no lock and
+    /// no hashing. Hits are GETs of two routes, so the list stays short.
+    struct HitTimers {
+        let metrics: RequestMetrics
+        private var timers: [(route: String, status: HTTPResponse.Status, timer: Metrics.Timer)] = []
+
+        init(metrics: RequestMetrics) {
+            self.metrics = metrics
+        }
+
+        mutating func record(route: String, status: HTTPResponse.Status, since started: ContinuousClock.Instant) {
+            let timer: Metrics.Timer
+            if let known = timers.first(where: { $0.route == route && $0.status == status }) {
+                timer = known.timer
+            } else {
+                timer = metrics.timer(route: route, method: .get, status: status)
+                timers.append((route, status, timer))
+            }
+            RequestMetrics.record(timer, since: started)
+        }
     }
 
     private func timer(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status) -> Metrics.Timer {

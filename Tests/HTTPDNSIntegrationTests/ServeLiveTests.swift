@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 
 /// `httpdns serve` as a real process on loopback, with a real dnsmasq upstream, exercised by clients no one here
-/// wrote: curl (plain, HTTP/2, and as a DoH client), kdig over DoH, and promtool on /metrics.
+/// wrote: curl (plain, HTTP/2, and as a DoH client), kdig over DoH, nghttp and h2load (nghttp2), and promtool on
+/// /metrics.
 @Suite("httpdns serve, live on loopback", .timeLimit(.minutes(1)))
 struct ServeLiveTests {
     /// A running `httpdns serve`, stopped by ``stop()`` (once: later calls return the first result).
@@ -283,6 +284,45 @@ struct ServeLiveTests {
                 #expect(tooLarge == " 413 2")
                 let headers = try await curl(["-D", "-", "-o", "/dev/null", base + "/healthz"])
                 #expect(headers.lowercased().contains("\r\ndate: "), "\(headers)")
+            }
+        }
+    }
+
+    /// The service's own HTTP/2 connection against nghttp2's clients: nghttp with a 1 KiB stream window (so a
+    /// response goes out in window-sized DATA frames as WINDOW_UPDATEs arrive), and h2load with many streams at
+    /// once on a few connections, hits and router answers mixed.
+    @Test func nghttp2ClientsGetEveryByteWithinTheirWindows() async throws {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            try await Self.withCertificate { certificate, key in
+                // No rate limit: h2load sends thousands of requests from one address.
+                let server = try Server.start(
+                    ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
+                    environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
+                )
+                defer { server.stop() }
+                let base = "https://127.0.0.1:\(server.port)"
+                // -w 10: each stream's window is 1,023 bytes; /metrics is several times that.
+                let nghttp = try await ChildProcess.run(
+                    executable: try Self.tool("nghttp"),
+                    arguments: ["-v", "-n", "-w", "10", "-W", "16", base + "/metrics"]
+                )
+                #expect(nghttp.status == .exited(0), "\(nghttp.stderr)")
+                let lengths = nghttp.stdout.matches(of: /recv DATA frame <length=(\d+)/).map { Int($0.1)! }
+                let declared = nghttp.stdout.firstMatch(of: /content-length: (\d+)/).map { Int($0.1)! }
+                #expect(lengths.count > 1, "the body is split by the window")
+                #expect(lengths.allSatisfy { $0 <= 1_023 }, "no DATA frame larger than the stream's window: \(lengths)")
+                #expect(lengths.reduce(0, +) == declared, "every byte arrives")
+                #expect(nghttp.stdout.contains("send WINDOW_UPDATE"))
+
+                // ID 0, RD, one question: serve.test A IN, base64url.
+                let doh = base + "/dns-query?dns=AAABAAABAAAAAAAABXNlcnZlBHRlc3QAAAEAAQ"
+                let h2load = try await ChildProcess.run(
+                    executable: try Self.tool("h2load"),
+                    arguments: ["-n", "3000", "-c", "4", "-m", "20", doh, base + "/d?host=serve.test", base + "/healthz"]
+                )
+                #expect(h2load.status == .exited(0), "\(h2load.stderr)")
+                #expect(h2load.stdout.contains("3000 succeeded, 0 failed, 0 errored, 0 timeout"), "\(h2load.stdout)")
+                #expect(h2load.stdout.contains("status codes: 3000 2xx"), "\(h2load.stdout)")
             }
         }
     }

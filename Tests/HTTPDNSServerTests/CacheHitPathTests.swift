@@ -1,6 +1,7 @@
 import HTTPDNSCore
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdTesting
 import Logging
 import Metrics
@@ -12,9 +13,8 @@ import Testing
 
 @testable import HTTPDNSServer
 
-/// Cache hits answered on the event loop: the same bytes as the router over a live HTTP/1.1 connection
-/// (``HTTP1FrontHandler``), and on its own the HTTP/2 streams' ``CacheHitHandler``: the same admission, and
-/// responses in request order.
+/// Cache hits answered on the event loop (``CacheHitResponder``): the same bytes as the router over a live HTTP/1.1
+/// connection (``HTTP1FrontHandler``), the same admission and metrics, and targets read as the router reads them.
 @Suite struct CacheHitPathTests {
     static let requests: [String] = [
         "/d?host=api.example.test",
@@ -60,72 +60,37 @@ import Testing
 
     @Test func aHitIsAnsweredWithoutTheRouter() async throws {
         let f = ServiceFixture(NativeAPITests.dual)
-        let channel = try f.embeddedChannel()
-        try channel.request("/d?host=api.example.test")
-        #expect(try channel.forwarded() == 2, "a miss goes to the router, head and end")
-        try channel.respond()
+        let responder = f.service.cacheHitResponder(logger: Logger(label: "httpdns.test"))
+        let channel = try Self.channel()
+        #expect(responder.reply(toGET: "/d?host=api.example.test", channel: channel) == nil, "a miss is the router's")
         try await f.prime("api.example.test")
 
-        try channel.request("/d?host=api.example.test")
-        #expect(try channel.forwarded() == 0)
-        let (head, body) = try channel.response()
-        #expect(head.status == .ok)
-        #expect(String(buffer: body) == #"{"host":"api.example.test","ips":["192.0.2.10"],"ttl":60,"origin_ttl":60}"#)
-        #expect(head.headerFields[.contentLength] == String(body.readableBytes))
-        #expect(head.headerFields[.cacheControl] == "max-age=60")
+        let (reply, route) = try #require(responder.reply(toGET: "/d?host=api.example.test", channel: channel))
+        #expect(route == "/d")
+        #expect(reply.status == .ok)
+        #expect(String(buffer: reply.body) == #"{"host":"api.example.test","ips":["192.0.2.10"],"ttl":60,"origin_ttl":60}"#)
+        #expect(reply.cacheControl == .maxAge(60))
         #expect(f.source.queryCount("api.example.test") == 1)
     }
 
     @Test func whatTheRouterMustAnswerIsHandedOn() async throws {
         let f = ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
-        let channel = try f.embeddedChannel()
+        let responder = f.service.cacheHitResponder(logger: Logger(label: "httpdns.test"))
+        let channel = try Self.channel()
         // Each of these names a cached host, yet is the router's to answer.
-        let others: [(HTTPRequest.Method, String, HTTPFields)] = [
-            (.post, "/d?host=api.example.test", [:]),
-            (.get, "/d?host=api.example.test", [.connection: "keep-alive, Close"]),
-            (.get, "/d?host=api.example.test&query=5", [:]),
-            (.get, "/d?host=-bad-", [:]),
-            (.get, "/resolve?host=api.example.test", [:]),
-            (.get, "/acct/d?host=api.example.test", [:]),
-            (.get, "/d?host=api.example.test&pad=" + String(repeating: "x", count: 2048), [:]),
+        let others = [
+            "/d?host=api.example.test&query=5",
+            "/d?host=-bad-",
+            "/d",
+            "/resolve?host=api.example.test",
+            "/acct/d?host=api.example.test",
+            "/d?host=api.example.test&pad=" + String(repeating: "x", count: 2048),
+            "https://resolver.test/elsewhere?host=api.example.test",
         ]
-        for (method, path, headers) in others {
-            try channel.request(path, method: method, headers: headers)
-            #expect(try channel.forwarded() == 2, "\(method) \(path.prefix(60))")
-            try channel.respond()
+        for target in others {
+            #expect(responder.reply(toGET: target, channel: channel) == nil, "\(target.prefix(60))")
         }
-        #expect(try channel.readOutbound(as: HTTPResponsePart.self) == nil)
-    }
-
-    @Test func aHitBehindAPendingRequestWaitsItsTurn() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
-        try await f.prime("api.example.test")
-        let channel = try f.embeddedChannel()
-
-        // Pipelined: a miss, then a hit. The hit must not overtake the miss's answer.
-        try channel.request("/d?host=v4.example.test")
-        try channel.request("/d?host=api.example.test")
-        #expect(try channel.forwarded() == 4)
-        #expect(try channel.readOutbound(as: HTTPResponsePart.self) == nil)
-        try channel.respond()
-        try channel.respond()
-
-        // With nothing owed, hits are answered here again.
-        try channel.request("/d?host=api.example.test")
-        #expect(try channel.forwarded() == 0)
-        #expect(try channel.response().0.status == .ok)
-    }
-
-    @Test func aRequestBodyIsDroppedNotHandedOn() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
-        try await f.prime("api.example.test")
-        let channel = try f.embeddedChannel()
-        try channel.writeInbound(HTTPRequestPart.head(HTTPRequest(method: .get, scheme: "http", authority: "x", path: "/d?host=api.example.test")))
-        try channel.writeInbound(HTTPRequestPart.body(ByteBuffer(string: "ignored")))
-        try channel.writeInbound(HTTPRequestPart.end(nil))
-        #expect(try channel.forwarded() == 0)
-        #expect(try channel.response().0.status == .ok)
     }
 
     @Test func hitsTakeTokensFromTheSameBuckets() async throws {
@@ -136,19 +101,22 @@ import Testing
         try await f.prime("api.example.test")
         let registry = f.registry
         try withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
-            let channel = try f.embeddedChannel()
-            for _ in 0..<2 {
-                try channel.request("/d?host=api.example.test")
-                #expect(try channel.response().0.status == .ok)
+            let responder = f.service.cacheHitResponder(logger: Logger(label: "httpdns.test"))
+            var timers = RequestMetrics.HitTimers(metrics: responder.requestMetrics)
+            let channel = try Self.channel()
+            func hit() throws -> Reply {
+                let (reply, route) = try #require(responder.reply(toGET: "/d?host=api.example.test", channel: channel))
+                timers.record(route: route, status: reply.status, since: .now)
+                return reply
             }
-            try channel.request("/d?host=api.example.test")
-            let (head, body) = try channel.response()
-            #expect(head.status == .tooManyRequests)
-            #expect(head.headerFields[.retryAfter] == "2")
-            #expect(String(buffer: body).contains(#""code":"RateLimited""#))
+            #expect(try hit().status == .ok)
+            #expect(try hit().status == .ok)
+            let limited = try hit()
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.otherFields[.retryAfter] == "2")
+            #expect(String(buffer: limited.body).contains(#""code":"RateLimited""#))
             f.clock.advance(seconds: 2)
-            try channel.request("/d?host=api.example.test")
-            #expect(try channel.response().0.status == .ok)
+            #expect(try hit().status == .ok)
 
             var text: [UInt8] = []
             registry.emit(into: &text)
@@ -157,6 +125,43 @@ import Testing
             #expect(metrics.contains(#"http_server_request_duration_seconds_count{route="/d",method="GET",status="200"} 3"#))
             #expect(metrics.contains(#"http_server_request_duration_seconds_count{route="/d",method="GET",status="429"} 1"#))
         }
+    }
+
+    /// The cache-hit paths read targets without Hummingbird's `URI` when they can; what they read must be what
+    /// `URI` would have given the router.
+    @Test(arguments: [
+        "/dns-query?dns=AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB",
+        "/d?host=a.test&query=4,6",
+        "/d?query=6&host=a.test&host=b.test",
+        "/d?host=&query",
+        "/d?host",
+        "/d?=x&host=a.test#fragment",
+        "/d?x=1&&host=a.test&",
+        "/d?host=a=b",
+        "/d",
+        "/d?",
+        "/dns-query?name=a.test&type=AAAA",
+    ])
+    func plainTargetsReadAsURIDoes(_ target: String) throws {
+        let plain = try #require(PlainTarget(target))
+        let uri = URI(target)
+        #expect(String(plain.path) == uri.path)
+        for name in ["dns", "host", "query", "name", "type", "x", ""] {
+            #expect(plain.first(name) == uri.queryParameters.first(name), "\(name) in \(target)")
+        }
+    }
+
+    @Test func targetsWithPercentEncodingOrAnAuthorityAreLeftToURI() {
+        #expect(PlainTarget("/d?host=a%2Etest") == nil)
+        #expect(PlainTarget("https://a.test/d?host=a.test") == nil)
+        #expect(PlainTarget("*") == nil)
+    }
+
+    private static func channel() throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel()
+        // EmbeddedChannel only records the address; nothing is sent anywhere.
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        return channel
     }
 
     @Test func theDateHeaderIsAnIMFFixdate() {
@@ -172,48 +177,8 @@ private final class ResponseLog: @unchecked Sendable {
 }
 
 extension ServiceFixture {
-    /// A channel with the service's ``CacheHitHandler``; what it hands on is read back with `forwarded()`.
-    func embeddedChannel() throws -> EmbeddedChannel {
-        let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(CacheHitHandler(responder: service.cacheHitResponder(logger: Logger(label: "httpdns.test"))))
-        return channel
-    }
-}
-
-extension ServiceFixture {
     /// Fills the cache with `host`'s IPv4 answer, as a miss through the router would.
     func prime(_ host: String) async throws {
         _ = try await cache.resolve(HostName(host), families: .ipv4)
     }
-}
-
-extension EmbeddedChannel {
-    func request(_ path: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:]) throws {
-        try writeInbound(HTTPRequestPart.head(HTTPRequest(method: method, scheme: "http", authority: "x", path: path, headerFields: headers)))
-        try writeInbound(HTTPRequestPart.end(nil))
-    }
-
-    /// How many request parts reached the router's side of the handler.
-    func forwarded() throws -> Int {
-        var count = 0
-        while try readInbound(as: HTTPRequestPart.self) != nil { count += 1 }
-        return count
-    }
-
-    /// Answers one handed-on request, as the router would.
-    func respond() throws {
-        try writeOutbound(HTTPResponsePart.head(HTTPResponse(status: .ok)))
-        try writeOutbound(HTTPResponsePart.end(nil))
-        while try readOutbound(as: HTTPResponsePart.self) != nil {}
-    }
-
-    /// The response the handler wrote: head and body, ended.
-    func response() throws -> (HTTPResponse, ByteBuffer) {
-        guard case .head(let head) = try readOutbound(as: HTTPResponsePart.self) else { throw ExpectedPart.head }
-        guard case .body(let body) = try readOutbound(as: HTTPResponsePart.self) else { throw ExpectedPart.body }
-        guard case .end = try readOutbound(as: HTTPResponsePart.self) else { throw ExpectedPart.end }
-        return (head, body)
-    }
-
-    enum ExpectedPart: Error { case head, body, end }
 }

@@ -1,0 +1,316 @@
+import NIOCore
+import NIOHPACK
+
+/// Each frame the client sends, checked as RFC 9113 §5–6 asks. A connection error ends the connection with
+/// GOAWAY; a stream error resets one stream. RST_STREAM is never sent on a stream the client has not opened.
+extension HTTP2ServerConnection {
+    func receive(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        if let pending = pendingHeaderBlock {
+            guard header.type == .continuation, header.streamID == pending.streamID else {
+                return connectionError(.protocolError, "\(header.type) inside the header block of stream \(pending.streamID)")
+            }
+        }
+        if case .awaitingSettings = phase {
+            guard header.type == .settings, !header.flags.contains(.ack) else {
+                return connectionError(.protocolError, "the client's preface starts with \(header.type), not SETTINGS")
+            }
+            phase = .open
+        }
+        switch header.type {
+        case .data: receiveData(header, payload: payload)
+        case .headers: receiveHeaders(header, payload: payload)
+        case .continuation: receiveContinuation(header, payload: payload)
+        case .settings: receiveSettings(header, payload: payload)
+        case .windowUpdate: receiveWindowUpdate(header, payload: payload)
+        case .ping: receivePing(header, payload: payload)
+        case .rstStream: receiveResetStream(header, payload: payload)
+        case .priority: receivePriority(header, payload: payload)
+        case .goAway: receiveGoAway(header)
+        case .pushPromise: connectionError(.protocolError, "a client may not send PUSH_PROMISE")
+        default: break  // unknown frame types are ignored (§4.1)
+        }
+    }
+
+    /// A stream the client has not opened: not a client stream ID, or above every one it has used (§5.1.1).
+    func isIdle(_ id: UInt32) -> Bool {
+        id & 1 == 0 || id > lastStreamID
+    }
+
+    // MARK: Streams
+
+    private func receiveHeaders(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        let id = header.streamID
+        guard id != 0, id & 1 == 1 else { return connectionError(.protocolError, "HEADERS on stream \(id), not a client stream") }
+        emptyDataFrames = 0
+        var fragment = payload
+        guard stripPadding(header, &fragment) else { return }
+        var dependsOnItself = false
+        if header.flags.contains(.priority) {
+            guard let dependency = fragment.readInteger(as: UInt32.self), fragment.readInteger(as: UInt8.self) != nil else {
+                return connectionError(.frameSizeError, "HEADERS too short for its priority")
+            }
+            dependsOnItself = dependency & 0x7FFF_FFFF == id
+        }
+        let endStream = header.flags.contains(.endStream)
+        guard header.flags.contains(.endHeaders) else {
+            guard fragment.readableBytes <= configuration.maxHeaderBlockBytes else {
+                return connectionError(.enhanceYourCalm, "a header block over \(configuration.maxHeaderBlockBytes) bytes")
+            }
+            var kept = context?.channel.allocator.buffer(capacity: fragment.readableBytes * 2) ?? ByteBuffer()
+            kept.writeImmutableBuffer(fragment)
+            pendingHeaderBlock = PendingHeaderBlock(streamID: id, endStream: endStream, dependsOnItself: dependsOnItself, fragment: kept)
+            return
+        }
+        headerBlockComplete(streamID: id, endStream: endStream, block: &fragment, dependsOnItself: dependsOnItself)
+    }
+
+    private func receiveContinuation(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        guard var pending = pendingHeaderBlock else {
+            return connectionError(.protocolError, "CONTINUATION without HEADERS before it")
+        }
+        pending.continuationFrames += 1
+        guard pending.continuationFrames <= configuration.maxContinuationFrames else {
+            return connectionError(.enhanceYourCalm, "more than \(configuration.maxContinuationFrames) CONTINUATION frames")
+        }
+        guard pending.fragment.readableBytes + payload.readableBytes <= configuration.maxHeaderBlockBytes else {
+            return connectionError(.enhanceYourCalm, "a header block over \(configuration.maxHeaderBlockBytes) bytes")
+        }
+        pendingHeaderBlock = nil
+        pending.fragment.writeImmutableBuffer(payload)
+        if header.flags.contains(.endHeaders) {
+            headerBlockComplete(
+                streamID: pending.streamID,
+                endStream: pending.endStream,
+                block: &pending.fragment,
+                dependsOnItself: pending.dependsOnItself
+            )
+        } else {
+            pendingHeaderBlock = pending
+        }
+    }
+
+    private func headerBlockComplete(streamID id: UInt32, endStream: Bool, block: inout ByteBuffer, dependsOnItself: Bool) {
+        // Decoded whatever becomes of the stream: the decoder's table must follow the client's encoder. A block
+        // that fails (including one past the header list size) may have changed the table already, so the
+        // connection cannot go on.
+        let fields: HPACKHeaders
+        do {
+            fields = try decoder.decodeHeaders(from: &block)
+        } catch {
+            return connectionError(.compressionError, "the header block of stream \(id) does not decode: \(error)")
+        }
+        if streams[id] != nil {
+            return receiveTrailers(fields, streamID: id, endStream: endStream)
+        }
+        guard id > lastStreamID else {
+            if recentlyReset.contains(id) { return }  // trailers the client sent before it heard of the reset
+            return connectionError(.protocolError, "HEADERS on stream \(id), below stream \(lastStreamID) already opened")
+        }
+        lastStreamID = id
+        guard !dependsOnItself else { return streamError(id, .protocolError, "stream \(id) depends on itself") }
+        if case .final = drain { return resetStream(id, .refusedStream) }
+        guard streams.count < configuration.maxConcurrentStreams else {
+            return resetStream(id, .refusedStream)
+        }
+        let head: HTTP2RequestHead
+        do {
+            head = try HTTP2RequestHead(validating: fields)
+        } catch {
+            return streamError(id, .protocolError, "malformed request: \(error)")
+        }
+        if endStream, let contentLength = head.contentLength, contentLength != 0 {
+            return streamError(id, .protocolError, "content-length \(contentLength) without a body")
+        }
+        requestReceived(streamID: id, head: head, endStream: endStream)
+    }
+
+    /// HEADERS on a stream whose request is being read: trailers, which must end the request and carry no
+    /// pseudo-header fields (§8.1), and which the router has no use for.
+    private func receiveTrailers(_ fields: HPACKHeaders, streamID id: UInt32, endStream: Bool) {
+        guard !streams[id]!.requestEnded else {
+            return streamError(id, .streamClosed, "HEADERS after the request on stream \(id) ended")
+        }
+        guard endStream else { return streamError(id, .protocolError, "trailers on stream \(id) without END_STREAM") }
+        guard !fields.contains(where: { $0.name.utf8.first == UInt8(ascii: ":") }) else {
+            return streamError(id, .protocolError, "a pseudo-header field in the trailers of stream \(id)")
+        }
+        requestBodyEnded(streamID: id)
+    }
+
+    private func receiveData(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        let id = header.streamID
+        guard id != 0 else { return connectionError(.protocolError, "DATA on stream 0") }
+        // Padding counts against flow control like the data. The window is topped up as soon as half is used,
+        // so a client within its window never meets the check.
+        guard header.length <= receiveWindow else {
+            return connectionError(.flowControlError, "DATA past the connection's window")
+        }
+        receiveWindow -= header.length
+        if receiveWindow < HTTP2Limits.defaultWindowSize / 2 {
+            output.writeHTTP2WindowUpdate(0, increment: HTTP2Limits.defaultWindowSize - receiveWindow)
+            receiveWindow = HTTP2Limits.defaultWindowSize
+        }
+        let endStream = header.flags.contains(.endStream)
+        if header.length == 0 && !endStream {
+            emptyDataFrames += 1
+            guard emptyDataFrames <= 1 else { return connectionError(.enhanceYourCalm, "empty DATA frames in a row") }
+        } else {
+            emptyDataFrames = 0
+        }
+        var data = payload
+        guard stripPadding(header, &data) else { return }
+        guard streams[id] != nil else {
+            guard !isIdle(id) else { return connectionError(.protocolError, "DATA on idle stream \(id)") }
+            if recentlyReset.contains(id) { return }
+            // A stream this side finished: the client sent past its own END_STREAM.
+            logger.debug("HTTP/2 stream error", metadata: ["http2.stream": "\(id)", "http2.error": "STREAM_CLOSED"])
+            return resetStream(id, .streamClosed)
+        }
+        requestBodyReceived(streamID: id, data: data, flowControlledLength: header.length, endStream: endStream)
+    }
+
+    private func receiveResetStream(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        let id = header.streamID
+        guard id != 0 else { return connectionError(.protocolError, "RST_STREAM on stream 0") }
+        guard header.length == 4 else { return connectionError(.frameSizeError, "RST_STREAM of \(header.length) bytes") }
+        guard !isIdle(id) else { return connectionError(.protocolError, "RST_STREAM on idle stream \(id)") }
+        guard let stream = streams.removeValue(forKey: id) else { return }  // closed already
+        stream.abandon()
+        streamEnded()
+        countGlitch()
+    }
+
+    private func receivePriority(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        // Priorities are not acted on (RFC 9113 §5.3.2 deprecates them); only their form is checked.
+        let id = header.streamID
+        guard id != 0 else { return connectionError(.protocolError, "PRIORITY on stream 0") }
+        guard countControlFrame() else { return }
+        let dependsOnItself = payload.getInteger(at: payload.readerIndex, as: UInt32.self).map { $0 & 0x7FFF_FFFF == id } ?? false
+        guard header.length == 5, !dependsOnItself else {
+            let reason = header.length == 5 ? "stream \(id) depends on itself" : "PRIORITY of \(header.length) bytes"
+            let code: HTTP2ErrorCode = header.length == 5 ? .protocolError : .frameSizeError
+            // A stream error, but RST_STREAM may not be sent on a stream not opened yet: then it ends the connection.
+            return isIdle(id) ? connectionError(code, reason) : streamError(id, code, reason)
+        }
+    }
+
+    // MARK: The connection
+
+    private func receiveSettings(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        guard header.streamID == 0 else { return connectionError(.protocolError, "SETTINGS on stream \(header.streamID)") }
+        if header.flags.contains(.ack) {
+            guard header.length == 0 else { return connectionError(.frameSizeError, "SETTINGS acknowledgement with a payload") }
+            return
+        }
+        guard header.length % 6 == 0 else { return connectionError(.frameSizeError, "SETTINGS of \(header.length) bytes") }
+        guard countControlFrame() else { return }
+        var payload = payload
+        var initialWindowSize: Int?
+        while let (identifier, value) = payload.readMultipleIntegers(as: (UInt16, UInt32).self) {
+            switch identifier {
+            case HTTP2Setting.headerTableSize:
+                encoder.tableSizeSettingChanged()
+            case HTTP2Setting.enablePush:
+                guard value <= 1 else { return connectionError(.protocolError, "SETTINGS_ENABLE_PUSH of \(value)") }
+            case HTTP2Setting.initialWindowSize:
+                guard value <= HTTP2Limits.largestWindowSize else {
+                    return connectionError(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE of \(value)")
+                }
+                initialWindowSize = Int(value)  // the last one counts; the streams are adjusted once, below
+            case HTTP2Setting.maxFrameSize:
+                guard (HTTP2Limits.defaultMaxFrameSize...HTTP2Limits.largestMaxFrameSize).contains(Int(value)) else {
+                    return connectionError(.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value)")
+                }
+                peer.maxFrameSize = Int(value)
+            default:
+                break  // the rest limit what this server never sends (pushes, large header lists); unknown ones are ignored
+            }
+        }
+        var windowGrew = false
+        if let initialWindowSize {
+            let change = initialWindowSize - peer.initialWindowSize
+            peer.initialWindowSize = initialWindowSize
+            // The change applies to every open stream's window, and may take it below zero (§6.9.2).
+            for id in streams.keys {
+                streams[id]!.sendWindow += change
+                guard streams[id]!.sendWindow <= HTTP2Limits.largestWindowSize else {
+                    return connectionError(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE overflows stream \(id)'s window")
+                }
+            }
+            windowGrew = change > 0
+        }
+        output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 0, type: .settings, flags: .ack, streamID: 0))
+        if windowGrew { sendPendingData() }
+    }
+
+    private func receiveWindowUpdate(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        guard header.length == 4 else { return connectionError(.frameSizeError, "WINDOW_UPDATE of \(header.length) bytes") }
+        let increment = Int(payload.getInteger(at: payload.readerIndex, as: UInt32.self)! & 0x7FFF_FFFF)
+        let id = header.streamID
+        guard id != 0 else {
+            guard increment > 0 else { return connectionError(.protocolError, "WINDOW_UPDATE of 0 on the connection") }
+            guard sendWindow + increment <= HTTP2Limits.largestWindowSize else {
+                return connectionError(.flowControlError, "WINDOW_UPDATE overflows the connection's window")
+            }
+            sendWindow += increment
+            return sendPendingData()
+        }
+        guard !isIdle(id) else { return connectionError(.protocolError, "WINDOW_UPDATE on idle stream \(id)") }
+        guard streams[id] != nil else { return }  // a stream answered already
+        guard increment > 0 else { return streamError(id, .protocolError, "WINDOW_UPDATE of 0 on stream \(id)") }
+        guard streams[id]!.sendWindow + increment <= HTTP2Limits.largestWindowSize else {
+            return streamError(id, .flowControlError, "WINDOW_UPDATE overflows stream \(id)'s window")
+        }
+        streams[id]!.sendWindow += increment
+        sendPendingData(streamID: id)
+    }
+
+    private func receivePing(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
+        guard header.streamID == 0 else { return connectionError(.protocolError, "PING on stream \(header.streamID)") }
+        guard header.length == 8 else { return connectionError(.frameSizeError, "PING of \(header.length) bytes") }
+        guard !header.flags.contains(.ack) else {
+            // The client has seen the first GOAWAY of a graceful shutdown: what it sent before is all there is.
+            if drain == .announced, payload.getInteger(at: payload.readerIndex, as: UInt64.self) == Self.drainPing { finishDraining() }
+            return
+        }
+        guard countControlFrame() else { return }
+        output.writeHTTP2Frame(.ping, flags: .ack, streamID: 0, payload: payload)
+    }
+
+    private func receiveGoAway(_ header: HTTP2FrameHeader) {
+        guard header.streamID == 0 else { return connectionError(.protocolError, "GOAWAY on stream \(header.streamID)") }
+        guard header.length >= 8 else { return connectionError(.frameSizeError, "GOAWAY of \(header.length) bytes") }
+        // The client opens no more streams: answer the open ones, then close.
+        finishDraining()
+    }
+
+    /// Removes a padded frame's padding (§6.1); false, after a connection error, when the padding does not fit.
+    private func stripPadding(_ header: HTTP2FrameHeader, _ payload: inout ByteBuffer) -> Bool {
+        guard header.flags.contains(.padded) else { return true }
+        guard let padding = payload.readInteger(as: UInt8.self), Int(padding) <= payload.readableBytes else {
+            connectionError(.protocolError, "\(header.type) padding longer than the frame")
+            return false
+        }
+        payload = payload.getSlice(at: payload.readerIndex, length: payload.readableBytes - Int(padding))!
+        return true
+    }
+
+    // MARK: Errors on one stream
+
+    /// A stream error of the client's making: reset, logged, and counted against the connection.
+    func streamError(_ id: UInt32, _ code: HTTP2ErrorCode, _ reason: String) {
+        logger.debug("HTTP/2 stream error", metadata: ["http2.stream": "\(id)", "http2.error": "\(code)", "http2.reason": "\(reason)"])
+        resetStream(id, code)
+        countGlitch()
+    }
+
+    /// RST_STREAM; a stream being answered is abandoned.
+    func resetStream(_ id: UInt32, _ code: HTTP2ErrorCode) {
+        output.writeHTTP2ResetStream(id, code: code)
+        recentlyReset.insert(id)
+        if let stream = streams.removeValue(forKey: id) {
+            stream.abandon()
+            streamEnded()
+        }
+    }
+}

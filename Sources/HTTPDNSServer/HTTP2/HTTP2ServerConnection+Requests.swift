@@ -1,0 +1,94 @@
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+
+/// Requests: a cache hit answered as its HEADERS frame is read, everything else collected and handed to the
+/// router.
+extension HTTP2ServerConnection {
+    func requestReceived(streamID id: UInt32, head: HTTP2RequestHead, endStream: Bool) {
+        let started = ContinuousClock.now
+        if endStream, head.method == "GET", let context,
+            let (reply, route) = cacheHits.reply(toGET: head.path, channel: context.channel)
+        {
+            answer(reply, streamID: id, head: head)
+            hitTimers.record(route: route, status: reply.status, since: started)
+            return
+        }
+        open(HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize), streamID: id)
+        if endStream { requestBodyEnded(streamID: id) }
+    }
+
+    /// Enters a stream in the table, with the deadline that resets it if it is still open after the idle timeout:
+    /// a request that never ends, or an answer the client will not take (no flow-control credit), ends in bounded
+    /// time, and so does the connection holding it.
+    func open(_ stream: HTTP2ServerStream, streamID id: UInt32) {
+        var stream = stream
+        stream.deadline = context?.eventLoop.assumeIsolated().scheduleTask(in: configuration.idleTimeout) { [self] in
+            guard streams[id] != nil else { return }
+            resetStream(id, .cancel)
+            flushOutput()
+        }
+        streams[id] = stream
+    }
+
+    func requestBodyReceived(streamID id: UInt32, data: ByteBuffer, flowControlledLength: Int, endStream: Bool) {
+        guard !streams[id]!.requestEnded else {
+            return streamError(id, .streamClosed, "DATA after the request on stream \(id) ended")
+        }
+        guard flowControlledLength <= streams[id]!.receiveWindow else {
+            return streamError(id, .flowControlError, "DATA past stream \(id)'s window")
+        }
+        streams[id]!.receiveWindow -= flowControlledLength
+        streams[id]!.bodyBytesReceived += data.readableBytes
+        if let contentLength = streams[id]!.head.contentLength, streams[id]!.bodyBytesReceived > contentLength {
+            return streamError(id, .protocolError, "more DATA on stream \(id) than its content-length of \(contentLength)")
+        }
+        let routerHasIt = streams[id]!.answering != nil
+        if !routerHasIt {
+            // One byte past the largest body a route reads is kept, so the route can refuse it.
+            let room = router.maxBodyBytes + 1 - streams[id]!.body.readableBytes
+            if room > 0, let kept = data.getSlice(at: data.readerIndex, length: min(room, data.readableBytes)) {
+                streams[id]!.body.writeImmutableBuffer(kept)
+            }
+        }
+        if endStream { return requestBodyEnded(streamID: id) }
+        guard !routerHasIt else { return }
+        if streams[id]!.body.readableBytes > router.maxBodyBytes {
+            // Answered now (the route refuses the body); the client is not given credit for the rest.
+            answerThroughRouter(streamID: id)
+        } else if streams[id]!.receiveWindow < HTTP2Limits.defaultWindowSize / 2 {
+            output.writeHTTP2WindowUpdate(id, increment: HTTP2Limits.defaultWindowSize - streams[id]!.receiveWindow)
+            streams[id]!.receiveWindow = HTTP2Limits.defaultWindowSize
+        }
+    }
+
+    func requestBodyEnded(streamID id: UInt32) {
+        streams[id]!.requestEnded = true
+        let received = streams[id]!.bodyBytesReceived
+        if let contentLength = streams[id]!.head.contentLength, contentLength != received {
+            return streamError(id, .protocolError, "stream \(id) sent \(received) bytes against a content-length of \(contentLength)")
+        }
+        if streams[id]!.answering == nil { answerThroughRouter(streamID: id) }
+    }
+
+    /// Hands a request to the router in a task of its own; the response comes back through
+    /// ``HTTP2ResponseWriter``.
+    private func answerThroughRouter(streamID id: UInt32) {
+        guard let context else { return }
+        let request = Request(head: streams[id]!.head.httpRequest(), body: RequestBody(buffer: streams[id]!.body))
+        streams[id]!.body = ByteBuffer()
+        let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let (router, channel, eventLoop) = (router, context.channel, context.eventLoop)
+        routerTaskStarted()
+        streams[id]!.answering = Task {
+            let response = await router.respond(to: request, channel: channel)
+            do {
+                try await response.body.write(HTTP2ResponseWriter(connection: connection, eventLoop: eventLoop, streamID: id, head: response.head))
+            } catch {
+                // The client reset the stream, or the connection went away: nobody is left to answer.
+                router.logger.debug("response not written", metadata: ["error.type": "\(error)"])
+            }
+            eventLoop.execute { connection.value.routerTaskEnded() }
+        }
+    }
+}

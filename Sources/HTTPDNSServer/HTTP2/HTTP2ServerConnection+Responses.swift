@@ -1,0 +1,153 @@
+import HTTPTypes
+import NIOCore
+
+/// Responses: HEADERS and DATA frames into the output buffer, DATA within the client's flow-control windows.
+extension HTTP2ServerConnection {
+    /// A cache hit's reply, whole. The body goes out at once when the windows allow it, as they do for any
+    /// client that has not withheld credit; otherwise the stream waits for WINDOW_UPDATE like any other.
+    func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
+        let length = reply.body.readableBytes
+        let start = beginHeaders()
+        encoder.writeReply(reply, date: date.current(), into: &output)
+        endHeaders(startingAt: start, streamID: id, endStream: length == 0)
+        if length == 0 { return streamEnded() }
+        if length <= sendWindow, length <= peer.initialWindowSize, length <= peer.maxFrameSize {
+            output.writeHTTP2Frame(.data, flags: .endStream, streamID: id, payload: reply.body)
+            sendWindow -= length
+            return streamEnded()
+        }
+        var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
+        stream.requestEnded = true
+        stream.headersSent = true
+        stream.unsent = reply.body
+        stream.endQueued = true
+        open(stream, streamID: id)
+        sendPendingData(streamID: id)
+    }
+
+    /// Part of a response from the router (``HTTP2ResponseWriter``): the head when not sent yet, body bytes, and
+    /// whether the response ends here. Succeeds once the body bytes have gone out; fails when the stream is gone.
+    func respond(
+        streamID id: UInt32,
+        head: HTTPResponse?,
+        body: ByteBuffer?,
+        end: Bool,
+        trailers: HTTPFields?,
+        eventLoop: any EventLoop
+    ) -> EventLoopFuture<Void> {
+        defer { flushOutput() }
+        guard streams[id] != nil, phase != .closed else { return eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+        let dropsBody = streams[id]!.isHEAD
+        if let head {
+            let bodyFollows = !(end && (body?.readableBytes ?? 0) == 0 && trailers == nil) && !dropsBody
+            let start = beginHeaders()
+            encoder.writeResponse(status: head.status, fields: head.headerFields, into: &output)
+            endHeaders(startingAt: start, streamID: id, endStream: !bodyFollows)
+            streams[id]!.headersSent = true
+            if !bodyFollows { return finished(streamID: id, eventLoop: eventLoop) }
+        }
+        if var body, !dropsBody {
+            streams[id]!.unsent.writeBuffer(&body)
+        }
+        if end {
+            streams[id]!.endQueued = true
+            streams[id]!.trailers = dropsBody ? nil : trailers
+        }
+        sendPendingData(streamID: id)
+        guard let stream = streams[id], stream.unsent.readableBytes > 0 || context?.channel.isWritable == false else {
+            return eventLoop.makeSucceededVoidFuture()
+        }
+        let drained = eventLoop.makePromise(of: Void.self)
+        streams[id]!.unsentDrained = drained
+        return drained.futureResult
+    }
+
+    /// The socket takes more again: writers that waited only for it go on.
+    func resumeWriters() {
+        for id in streams.keys where streams[id]!.unsent.readableBytes == 0 {
+            streams[id]!.unsentDrained?.succeed()
+            streams[id]!.unsentDrained = nil
+        }
+    }
+
+    private func finished(streamID id: UInt32, eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        finishStream(id)
+        return eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Sends what every stream holding back DATA may now send.
+    func sendPendingData() {
+        for id in streams.keys where streams[id]?.unsent.readableBytes ?? 0 > 0 {
+            sendPendingData(streamID: id)
+        }
+    }
+
+    /// Sends as much of a stream's unsent body as the windows and the client's frame size allow, then its end.
+    func sendPendingData(streamID id: UInt32) {
+        guard streams[id] != nil else { return }
+        while streams[id]!.unsent.readableBytes > 0 {
+            let allowed = min(streams[id]!.unsent.readableBytes, streams[id]!.sendWindow, sendWindow, peer.maxFrameSize)
+            guard allowed > 0 else { return }
+            let chunk = streams[id]!.unsent.readSlice(length: allowed)!
+            let last = streams[id]!.unsent.readableBytes == 0 && streams[id]!.endQueued && streams[id]!.trailers == nil
+            output.writeHTTP2Frame(.data, flags: last ? .endStream : [], streamID: id, payload: chunk)
+            streams[id]!.sendWindow -= allowed
+            sendWindow -= allowed
+            if last { return finishStream(id) }
+        }
+        streams[id]!.unsent = ByteBuffer()
+        if context?.channel.isWritable != false {
+            streams[id]!.unsentDrained?.succeed()
+            streams[id]!.unsentDrained = nil
+        }
+        guard streams[id]!.endQueued else { return }
+        if let trailers = streams[id]!.trailers {
+            let start = beginHeaders()
+            encoder.writeTrailers(trailers, into: &output)
+            endHeaders(startingAt: start, streamID: id, endStream: true)
+        } else {
+            output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 0, type: .data, flags: .endStream, streamID: id))
+        }
+        finishStream(id)
+    }
+
+    /// The response has ended. A request still being sent is cut short with RST_STREAM(NO_ERROR), as RFC 9113
+    /// §8.1 asks after a complete response to an unfinished request.
+    private func finishStream(_ id: UInt32) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.deadline?.cancel()
+        stream.unsentDrained?.succeed()
+        if !stream.requestEnded {
+            output.writeHTTP2ResetStream(id, code: .noError)
+            recentlyReset.insert(id)
+        }
+        streamEnded()
+    }
+
+    // MARK: Header blocks
+
+    /// Leaves room for a HEADERS frame's header; the caller appends the header block to `output`.
+    private func beginHeaders() -> Int {
+        output.reserveHTTP2FrameHeader()
+    }
+
+    private func endHeaders(startingAt start: Int, streamID id: UInt32, endStream: Bool) {
+        output.completeHTTP2Headers(startingAt: start, streamID: id, endStream: endStream, maxFrameSize: peer.maxFrameSize)
+    }
+
+    // MARK: Output
+
+    /// Writes and flushes the output, unless a read is under way: its end flushes once for every answer it made.
+    func flushOutput() {
+        guard !isReading else { return }
+        writeOutput()
+        context?.flush()
+    }
+
+    /// Hands the output to the channel, without flushing.
+    func writeOutput() {
+        guard output.readableBytes > 0, let context else { return }
+        context.write(wrapOutboundOut(output), promise: nil)
+        output = context.channel.allocator.buffer(capacity: 4096)
+    }
+}

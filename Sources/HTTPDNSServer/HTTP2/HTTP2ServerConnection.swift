@@ -1,0 +1,470 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOSSL
+
+/// The server side of one HTTP/2 connection (RFC 9113), on the bytes TLS has decrypted.
+///
+/// A DoH or `/d` cache hit is answered as its HEADERS frame is read: the reply's frames are appended to one
+/// output buffer, written and flushed once per read, so a client's batch of requests costs one TLS record and
+/// no allocation per stream beyond the reply itself. Every other request is collected (headers, body) and
+/// answered by the router in a task of its own (``RouterBridge``), whose response comes back through
+/// ``HTTP2ResponseWriter``.
+///
+/// Holds what the protocol needs and nothing more: the HPACK decoder (swift-nio-http2's `NIOHPACK`), a table of
+/// streams still being received or answered (a hit answered at once never enters it), flow control in both
+/// directions, and the connection's life: the idle timeout, a two-step GOAWAY on graceful shutdown, and GOAWAY
+/// with an error code when the client breaks the protocol.
+///
+/// Protections, each with a bound: concurrent streams, header list and header block size, CONTINUATION frames per
+/// block, request body size, every stream's lifetime, and the output of one read (parsing pauses while the socket
+/// cannot take more; ``BackPressureHandler`` in front stops reading). Clients that reset streams or send malformed
+/// ones too often, or flood control frames (PING, SETTINGS, PRIORITY, empty DATA), are sent away with
+/// ENHANCE_YOUR_CALM, as swift-nio-http2's own limits would.
+final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// The limits of one connection.
+    struct Configuration: Sendable {
+        /// Streams open at once (SETTINGS_MAX_CONCURRENT_STREAMS); one more is refused with REFUSED_STREAM.
+        var maxConcurrentStreams = 100
+        /// The largest decoded header list (SETTINGS_MAX_HEADER_LIST_SIZE); a larger one ends the connection.
+        var maxHeaderListBytes = 16_384
+        /// The largest header block before decoding, over HEADERS and its CONTINUATION frames.
+        var maxHeaderBlockBytes = 65_536
+        /// CONTINUATION frames one header block may take.
+        var maxContinuationFrames = 5
+        /// A connection without open streams for this long is closed (after GOAWAY); a stream open this long is
+        /// reset; a draining connection closes after this long at the latest.
+        var idleTimeout: TimeAmount = .seconds(60)
+        /// Client resets of open streams, and malformed streams, tolerated within `rateWindow`.
+        var maxGlitches = 200
+        /// PING, SETTINGS and PRIORITY frames tolerated within `rateWindow`.
+        var maxControlFrames = 200
+        var rateWindow: TimeAmount = .seconds(30)
+        /// Output a single read may build before parsing waits for the socket to take it.
+        var maxOutputPerRead = 262_144
+    }
+
+    let configuration: Configuration
+    let cacheHits: CacheHitResponder
+    let router: RouterBridge
+    let logger: Logger
+
+    var context: ChannelHandlerContext?
+    var phase = Phase.awaitingPreface
+    var drain = Drain.none
+    /// Bytes read and not yet parsed into a whole frame.
+    private var inbound = ByteBuffer()
+    /// Parsing waits for the channel to become writable again.
+    private var parsingPaused = false
+    /// Frames written since the last flush.
+    var output = ByteBuffer()
+    var isReading = false
+
+    var decoder: HPACKDecoder
+    var encoder = HPACKResponseEncoder()
+    /// A HEADERS frame without END_HEADERS, waiting for its CONTINUATION frames.
+    var pendingHeaderBlock: PendingHeaderBlock?
+    var streams: [UInt32: HTTP2ServerStream] = [:]
+    /// The highest stream the client has opened.
+    var lastStreamID: UInt32 = 0
+    /// Streams this side reset lately: frames the client sent before it heard of the reset are ignored.
+    var recentlyReset: RecentStreamIDs
+    var peer = PeerSettings()
+    /// How much DATA the client lets this side send on the connection as a whole.
+    var sendWindow = HTTP2Limits.defaultWindowSize
+    /// How much DATA the client may still send on the connection.
+    var receiveWindow = HTTP2Limits.defaultWindowSize
+    /// Empty DATA frames in a row without END_STREAM.
+    var emptyDataFrames = 0
+    var date = HTTPDate()
+    var hitTimers: RequestMetrics.HitTimers
+
+    private var answeredDuringRead = false
+    private var lastActive = NIODeadline.uptimeNanoseconds(0)
+    private var idleCheck: Scheduled<Void>?
+    private var glitches = RateCounter()
+    private var controlFrames = RateCounter()
+    /// Router tasks still running, and who waits for them all to end once the connection has closed.
+    private var routerTasks = 0
+    private var routerTasksEnded: EventLoopPromise<Void>?
+
+    enum Phase {
+        case awaitingPreface
+        case awaitingSettings
+        case open
+        case closed
+    }
+
+    /// Graceful shutdown (RFC 9113 §6.8): GOAWAY with the largest stream ID and a PING first, so that requests
+    /// already on their way are still taken; once the PING returns, GOAWAY with the last stream taken, after
+    /// which new streams are refused and the connection closes when the open ones are answered.
+    enum Drain: Equatable {
+        case none
+        case announced
+        case final(lastStreamID: UInt32)
+    }
+
+    struct PendingHeaderBlock {
+        let streamID: UInt32
+        let endStream: Bool
+        let dependsOnItself: Bool
+        var fragment: ByteBuffer
+        var continuationFrames = 0
+    }
+
+    /// What the client has said in SETTINGS that this side must respect when sending.
+    struct PeerSettings {
+        var initialWindowSize = HTTP2Limits.defaultWindowSize
+        var maxFrameSize = HTTP2Limits.defaultMaxFrameSize
+    }
+
+    /// The opaque data of the PING that ends the first step of a graceful shutdown.
+    static let drainPing: UInt64 = 0x6874_7470_646E_7321  // "httpdns!"
+
+    init(configuration: Configuration, cacheHits: CacheHitResponder, router: RouterBridge, logger: Logger) {
+        self.configuration = configuration
+        self.cacheHits = cacheHits
+        self.router = router
+        self.logger = logger
+        hitTimers = RequestMetrics.HitTimers(metrics: cacheHits.requestMetrics)
+        recentlyReset = RecentStreamIDs(capacity: 2 * configuration.maxConcurrentStreams)
+        decoder = HPACKDecoder(
+            allocator: ByteBufferAllocator(),
+            maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
+            maxHeaderListSize: configuration.maxHeaderListBytes
+        )
+    }
+
+    // MARK: Life of the connection
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        output = context.channel.allocator.buffer(capacity: 4096)
+        // Added after ALPN, so the connection is usually active already.
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard case .awaitingPreface = phase, idleCheck == nil else { return }
+        // The server's preface: its SETTINGS, sent without waiting for the client's.
+        output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 12, type: .settings, streamID: 0))
+        output.writeMultipleIntegers(HTTP2Setting.maxConcurrentStreams, UInt32(configuration.maxConcurrentStreams))
+        output.writeMultipleIntegers(HTTP2Setting.maxHeaderListSize, UInt32(configuration.maxHeaderListBytes))
+        flushOutput()
+        lastActive = context.eventLoop.now
+        scheduleIdleCheck(in: configuration.idleTimeout)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        shutDownStreams()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        phase = .closed
+        shutDownStreams()
+        context.fireChannelInactive()
+    }
+
+    /// Cancels every task and timer the connection holds; the router's tasks see their writes fail.
+    private func shutDownStreams() {
+        idleCheck?.cancel()
+        idleCheck = nil
+        let open = streams
+        streams.removeAll()
+        for stream in open.values { stream.abandon() }
+    }
+
+    /// Succeeds once the connection has closed and every router task it started has ended: what the server
+    /// waits for before it counts the connection as finished.
+    func closedAndSettled() -> EventLoopFuture<Void> {
+        guard let context else { preconditionFailure("closedAndSettled() before the handler was added") }
+        return context.channel.closeFuture.assumeIsolated().flatMap { [self] () -> EventLoopFuture<Void> in
+            guard routerTasks > 0 else { return context.eventLoop.makeSucceededVoidFuture() }
+            let promise = routerTasksEnded ?? context.eventLoop.makePromise()
+            routerTasksEnded = promise
+            return promise.futureResult
+        }.nonisolated()
+    }
+
+    func routerTaskStarted() {
+        routerTasks += 1
+    }
+
+    func routerTaskEnded() {
+        routerTasks -= 1
+        if routerTasks == 0 {
+            routerTasksEnded?.succeed()
+            routerTasksEnded = nil
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case is ChannelShouldQuiesceEvent:
+            startDraining()
+        case ChannelEvent.inputClosed:
+            // The client has closed its side: answer what it asked, then close.
+            finishDraining()
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if case NIOSSLError.uncleanShutdown = error {
+            // A FIN without TLS's close_notify: nothing more can arrive.
+            finishDraining()
+        } else {
+            logger.debug("HTTP/2 connection failed", metadata: ["error.type": "\(error)"])
+            close()
+        }
+    }
+
+    /// The first step of a graceful shutdown: streams still arriving are taken until the PING comes back.
+    func startDraining() {
+        guard case .none = drain, phase != .closed else { return }
+        drain = .announced
+        output.writeHTTP2GoAway(lastStreamID: HTTP2Limits.largestStreamID, code: .noError, debugData: "")
+        output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 8, type: .ping, streamID: 0))
+        output.writeInteger(Self.drainPing)
+        flushOutput()
+        // However the client answers, the connection ends within the idle timeout.
+        scheduleIdleCheck(in: configuration.idleTimeout)
+    }
+
+    /// The last step of a graceful shutdown, or the only one when the client is going away itself: GOAWAY naming
+    /// the last stream taken, then close once the open streams have been answered.
+    func finishDraining() {
+        switch drain {
+        case .final: return
+        case .none: scheduleIdleCheck(in: configuration.idleTimeout)
+        case .announced: break
+        }
+        guard phase != .closed else { return }
+        drain = .final(lastStreamID: lastStreamID)
+        output.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "")
+        if streams.isEmpty {
+            close()
+        } else {
+            flushOutput()
+        }
+    }
+
+    /// Ends the connection for an error of the client's: GOAWAY with the code and a reason, then close.
+    func connectionError(_ code: HTTP2ErrorCode, _ reason: String) {
+        guard phase != .closed else { return }
+        logger.debug("HTTP/2 connection error", metadata: ["http2.error": "\(code)", "http2.reason": "\(reason)"])
+        output.writeHTTP2GoAway(lastStreamID: goAwayLastStreamID, code: code, debugData: reason)
+        close()
+    }
+
+    /// The last stream ID a GOAWAY may name: never more than an earlier GOAWAY named (§6.8).
+    private var goAwayLastStreamID: UInt32 {
+        if case .final(let announced) = drain { return min(announced, lastStreamID) }
+        return lastStreamID
+    }
+
+    /// Writes what is pending, even inside a read, then closes.
+    func close() {
+        guard phase != .closed, let context else { return }
+        phase = .closed
+        writeOutput()
+        context.flush()
+        context.close(promise: nil)
+    }
+
+    /// The idle timeout, checked by one timer per connection rather than a timer per request: no open stream for
+    /// the timeout closes the connection; while draining, the timeout ends the wait for the open streams.
+    private func scheduleIdleCheck(in delay: TimeAmount) {
+        idleCheck?.cancel()
+        idleCheck = context?.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+            idleCheck = nil
+            checkIdle()
+        }
+    }
+
+    private func checkIdle() {
+        guard phase != .closed, let now = context?.eventLoop.now else { return }
+        guard case .none = drain else { return close() }
+        // Open streams end by their own deadlines.
+        guard streams.isEmpty else { return scheduleIdleCheck(in: configuration.idleTimeout) }
+        let idleFor = now - lastActive
+        if idleFor >= configuration.idleTimeout {
+            // GOAWAY first, so a client whose request crossed the close knows it was not answered.
+            output.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "idle")
+            close()
+        } else {
+            scheduleIdleCheck(in: configuration.idleTimeout - idleFor)
+        }
+    }
+
+    /// A stream has been answered or has gone.
+    func streamEnded() {
+        answeredDuringRead = true
+        if !isReading, let context { lastActive = context.eventLoop.now }
+        if case .final = drain, streams.isEmpty { close() }
+    }
+
+    /// A client reset an open stream, or sent a malformed one: tolerated now and then, not as a pattern
+    /// (RFC 9113 §10.5; the "rapid reset" attack).
+    func countGlitch() {
+        guard let now = context?.eventLoop.now else { return }
+        if glitches.record(at: now, window: configuration.rateWindow) > configuration.maxGlitches {
+            connectionError(.enhanceYourCalm, "too many reset or malformed streams")
+        }
+    }
+
+    /// A frame that costs the server work and the client nothing: PING, SETTINGS, PRIORITY. False once there
+    /// have been too many, and the connection is ending.
+    func countControlFrame() -> Bool {
+        guard let now = context?.eventLoop.now else { return false }
+        guard controlFrames.record(at: now, window: configuration.rateWindow) <= configuration.maxControlFrames else {
+            connectionError(.enhanceYourCalm, "too many control frames")
+            return false
+        }
+        return true
+    }
+
+    // MARK: Reading
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        guard phase != .closed else { return }
+        if inbound.readableBytes == 0 {
+            inbound = bytes
+        } else {
+            inbound.writeBuffer(&bytes)
+        }
+        guard !parsingPaused else { return }
+        isReading = true
+        readFrames()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        endRead()
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            resumeWriters()
+            if parsingPaused {
+                parsingPaused = false
+                isReading = true
+                readFrames()
+                endRead()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func endRead() {
+        isReading = false
+        if answeredDuringRead {
+            answeredDuringRead = false
+            if let context { lastActive = context.eventLoop.now }
+        }
+        if inbound.readableBytes == 0 {
+            inbound = ByteBuffer()
+        } else {
+            inbound.discardReadBytes()
+        }
+        flushOutput()
+    }
+
+    private func readFrames() {
+        if case .awaitingPreface = phase {
+            guard inbound.readableBytes >= HTTP2Limits.clientPreface.count else { return }
+            guard inbound.readBytes(length: HTTP2Limits.clientPreface.count) == HTTP2Limits.clientPreface else {
+                return connectionError(.protocolError, "not the HTTP/2 client preface")
+            }
+            phase = .awaitingSettings
+        }
+        while let header = HTTP2FrameHeader(peekingAt: inbound) {
+            guard header.length <= HTTP2Limits.defaultMaxFrameSize else {
+                return connectionError(.frameSizeError, "a \(header.type) frame of \(header.length) bytes")
+            }
+            guard inbound.readableBytes >= HTTP2FrameHeader.size + header.length else { return }
+            inbound.moveReaderIndex(forwardBy: HTTP2FrameHeader.size)
+            let payload = inbound.readSlice(length: header.length)!
+            receive(header, payload: payload)
+            guard phase != .closed else { return }
+            if output.readableBytes >= configuration.maxOutputPerRead, let context {
+                // A client sending requests faster than it reads answers: what was answered goes out now, and
+                // the rest waits until the socket can take more.
+                writeOutput()
+                context.flush()
+                if !context.channel.isWritable {
+                    parsingPaused = true
+                    return
+                }
+            }
+        }
+    }
+}
+
+extension HTTP2ServerConnection {
+    /// What every HTTP/2 connection of the service is made with, once TLS has negotiated `h2`.
+    struct Setup: Sendable {
+        let cacheHits: CacheHitResponder
+        let router: RouterBridge
+        let idleTimeout: Duration
+
+        /// Adds the connection's handlers; returns a future that succeeds once the connection has closed and its
+        /// router tasks have ended.
+        func configure(_ channel: any Channel) throws -> EventLoopFuture<Void> {
+            var configuration = Configuration()
+            configuration.idleTimeout = TimeAmount(idleTimeout)
+            let connection = HTTP2ServerConnection(configuration: configuration, cacheHits: cacheHits, router: router, logger: router.logger)
+            // Reads wait while the socket cannot take more: hits are answered as they are read.
+            try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
+            try channel.pipeline.syncOperations.addHandler(connection)
+            return connection.closedAndSettled()
+        }
+    }
+}
+
+/// The last streams this side reset, in a fixed ring: enough to ignore what the client had already sent on them.
+struct RecentStreamIDs {
+    private var ids: [UInt32]
+    private var next = 0
+
+    init(capacity: Int) {
+        ids = [UInt32](repeating: 0, count: max(capacity, 1))
+    }
+
+    mutating func insert(_ id: UInt32) {
+        ids[next] = id
+        next = (next + 1) % ids.count
+    }
+
+    func contains(_ id: UInt32) -> Bool {
+        id != 0 && ids.contains(id)
+    }
+}
+
+/// Events counted over a window of time that starts again once it has passed.
+struct RateCounter {
+    private var count = 0
+    private var windowStart = NIODeadline.uptimeNanoseconds(0)
+
+    /// Counts one event at `now`; returns the count within the current window.
+    mutating func record(at now: NIODeadline, window: TimeAmount) -> Int {
+        if now - windowStart > window {
+            windowStart = now
+            count = 0
+        }
+        count += 1
+        return count
+    }
+}
