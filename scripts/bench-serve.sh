@@ -103,7 +103,7 @@ newServer({ address = "127.0.0.91:25391", healthCheckMode = "up" })
 getPool(""):setCache(newPacketCache(10000, { maxTTL = 86400 }))
 CONF
 dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf" >/dev/null 2>&1 &
-pids+=($!)
+pids+=($!); dnsdist_pid=$!
 query=$(python3 -c "import base64,struct; q=struct.pack('>HHHHHH',0,0x100,1,0,0,0)+b''.join(bytes([len(l)])+l.encode() for l in 'bench.test'.split('.'))+b'\x00'+struct.pack('>HH',1,1); print(base64.urlsafe_b64encode(q).decode().rstrip('='))")
 wait_for "https://127.0.0.1:18444/dns-query?dns=$query"
 wait_for "https://127.0.0.1:18443/dns-query?dns=$query"
@@ -111,7 +111,7 @@ wait_for "https://127.0.0.1:18443/dns-query?dns=$query"
 wrk_rps() { wrk -t2 -c"$connections" -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
 h2_rps() { h2load -n 1000000000 -D "$seconds" -c "$connections" -m 10 -t 2 "$1" 2>/dev/null | awk '/finished in/ {print $4}'; }
 
-# httpdns's runs sample its resident memory halfway through. The /d runs also count the CPU time each server
+# httpdns's runs sample its resident memory halfway through. Every run also counts the CPU time the server
 # spent (user + system, nginx's workers included), a figure less at the mercy of a busy machine than req/s.
 nginx_pids=("$nginx_pid" $(pgrep -P "$nginx_pid" || true))
 ticks_before=$(cpu_ticks "$plain_pid")
@@ -122,16 +122,20 @@ httpdns_ticks=$(( $(cpu_ticks "$plain_pid") - ticks_before ))
 ticks_before=$(cpu_ticks "${nginx_pids[@]}")
 nginx_d=$(wrk_rps "http://127.0.0.1:18080/d?host=bench.test")
 nginx_ticks=$(( $(cpu_ticks "${nginx_pids[@]}") - ticks_before ))
+ticks_before=$(cpu_ticks "$tls_pid")
 h2_rps "https://127.0.0.1:18443/dns-query?dns=$query" > "$work/httpdns-doh" &
 sleep $((seconds / 2)); rss_tls_load=$(rss_kib "$tls_pid"); wait $!
 httpdns_doh=$(cat "$work/httpdns-doh")
+httpdns_doh_ticks=$(( $(cpu_ticks "$tls_pid") - ticks_before ))
+ticks_before=$(cpu_ticks "$dnsdist_pid")
 dnsdist_doh=$(h2_rps "https://127.0.0.1:18444/dns-query?dns=$query")
+dnsdist_ticks=$(( $(cpu_ticks "$dnsdist_pid") - ticks_before ))
 rss_after=$(rss_kib "$plain_pid")
 rss_tls_after=$(rss_kib "$tls_pid")
 
-python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" "$httpdns_ticks" "$nginx_ticks" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" "$httpdns_ticks" "$nginx_ticks" "$httpdns_doh_ticks" "$dnsdist_ticks" "$(getconf CLK_TCK)" <<'PY'
 import sys
-d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections, d_ticks, nginx_ticks, hz = sys.argv[1:]
+d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections, d_ticks, nginx_ticks, doh_ticks, dnsdist_ticks, hz = sys.argv[1:]
 d, nginx, doh, dnsdist = (float(x.replace("k", "e3")) for x in (d, nginx, doh, dnsdist))
 per_request_us = lambda ticks, rate: int(ticks) / int(hz) * 1e6 / (rate * int(seconds))
 mib = lambda kib: int(kib) / 1024
@@ -139,5 +143,6 @@ print(f"service load, {seconds} s per run, {connections} connections, cache hits
 print(f"  /d over HTTP/1.1 keep-alive (wrk):  httpdns {d:9.0f} req/s   nginx {nginx:9.0f} req/s   ratio {d / nginx:.2f}x  (target >= 0.50x)")
 print(f"     CPU per /d request:              httpdns {per_request_us(d_ticks, d):6.1f} us       nginx {per_request_us(nginx_ticks, nginx):6.1f} us       ratio {per_request_us(nginx_ticks, nginx) / per_request_us(d_ticks, d):.2f}x")
 print(f"  DoH GET over HTTP/2 (h2load -m 10): httpdns {doh:9.0f} req/s   dnsdist {dnsdist:9.0f} req/s   ratio {doh / dnsdist:.2f}x  (target >= 1.00x)")
+print(f"     CPU per DoH request:             httpdns {per_request_us(doh_ticks, doh):6.1f} us       dnsdist {per_request_us(dnsdist_ticks, dnsdist):6.1f} us       ratio {per_request_us(dnsdist_ticks, dnsdist) / per_request_us(doh_ticks, doh):.2f}x")
 print(f"  httpdns resident memory: {mib(idle):.1f} MiB idle, {mib(load):.1f} MiB under wrk, {mib(after):.1f} MiB after; TLS instance {mib(tls_load):.1f} MiB under h2load, {mib(tls_after):.1f} MiB after")
 PY

@@ -91,19 +91,29 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// flush waits for the end of the read, so answers to pipelined requests leave together.
     private func write(_ reply: Reply, context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: 192 + reply.body.readableBytes)
-        buffer.writeString("HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\n")
-        buffer.writeString("Content-Type: ")
+        if reply.status == .ok {
+            buffer.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: ")
+        } else {
+            buffer.writeString("HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\nContent-Type: ")
+        }
         buffer.writeString(reply.contentType)
-        buffer.writeString("\r\nCache-Control: ")
-        buffer.writeString(reply.cacheControl.value)
-        buffer.writeString("\r\n")
+        switch reply.cacheControl {
+        case .maxAge(let seconds):
+            buffer.writeStaticString("\r\nCache-Control: max-age=")
+            buffer.writeDecimal(Int(seconds))
+        case .noStore:
+            buffer.writeStaticString("\r\nCache-Control: no-store")
+        }
+        buffer.writeStaticString("\r\n")
         for field in reply.otherFields {
             buffer.writeString(field.name.rawName)
             buffer.writeString(": ")
             buffer.writeString(field.value)
             buffer.writeString("\r\n")
         }
-        buffer.writeString("Content-Length: \(reply.body.readableBytes)\r\nDate: ")
+        buffer.writeStaticString("Content-Length: ")
+        buffer.writeDecimal(reply.body.readableBytes)
+        buffer.writeStaticString("\r\nDate: ")
         buffer.writeString(date.current())
         buffer.writeString("\r\n\r\n")
         buffer.writeImmutableBuffer(reply.body)

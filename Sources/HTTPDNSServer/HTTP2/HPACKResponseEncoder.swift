@@ -35,16 +35,20 @@ struct HPACKResponseEncoder {
         switch reply.cacheControl {
         case .maxAge(let seconds):
             let prefix = "max-age="
-            Self.writeFieldHead(nameIndex: StaticName.cacheControl, valueLength: prefix.utf8.count + Self.decimalDigits(Int(seconds)), into: &buffer)
+            Self.writeFieldHead(
+                nameIndex: StaticName.cacheControl,
+                valueLength: prefix.utf8.count + ByteBuffer.decimalDigits(Int(seconds)),
+                into: &buffer
+            )
             buffer.writeString(prefix)
-            Self.writeDigits(Int(seconds), into: &buffer)
+            buffer.writeDecimal(Int(seconds))
         case .noStore:
             Self.writeField(nameIndex: StaticName.cacheControl, value: "no-store", into: &buffer)
         }
         Self.write(reply.otherFields, into: &buffer)
         let length = reply.body.readableBytes
-        Self.writeFieldHead(nameIndex: StaticName.contentLength, valueLength: Self.decimalDigits(length), into: &buffer)
-        Self.writeDigits(length, into: &buffer)
+        Self.writeFieldHead(nameIndex: StaticName.contentLength, valueLength: ByteBuffer.decimalDigits(length), into: &buffer)
+        buffer.writeDecimal(length)
         Self.writeField(nameIndex: StaticName.date, value: date, into: &buffer)
     }
 
@@ -125,30 +129,8 @@ struct HPACKResponseEncoder {
 
     /// A non-negative decimal number as a string literal, without making a `String`.
     private static func writeDecimal(_ value: Int, into buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt8(decimalDigits(value)))
-        writeDigits(value, into: &buffer)
-    }
-
-    private static func decimalDigits(_ value: Int) -> Int {
-        var count = 1
-        var rest = value / 10
-        while rest > 0 {
-            count += 1
-            rest /= 10
-        }
-        return count
-    }
-
-    private static func writeDigits(_ value: Int, into buffer: inout ByteBuffer) {
-        let count = decimalDigits(value)
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
-            var rest = value
-            for offset in (0..<count).reversed() {
-                bytes[offset] = UInt8(ascii: "0") + UInt8(rest % 10)
-                rest /= 10
-            }
-            return count
-        }
+        buffer.writeInteger(UInt8(ByteBuffer.decimalDigits(value)))
+        buffer.writeDecimal(value)
     }
 
     /// An integer with an N-bit prefix (RFC 7541 §5.1); `flags` fills the first byte's other bits.

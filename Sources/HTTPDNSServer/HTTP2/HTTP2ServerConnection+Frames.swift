@@ -147,7 +147,7 @@ extension HTTP2ServerConnection {
         }
         receiveWindow -= header.length
         if receiveWindow < HTTP2Limits.defaultWindowSize / 2 {
-            output.writeHTTP2WindowUpdate(0, increment: HTTP2Limits.defaultWindowSize - receiveWindow)
+            output.buffer.writeHTTP2WindowUpdate(0, increment: HTTP2Limits.defaultWindowSize - receiveWindow)
             receiveWindow = HTTP2Limits.defaultWindowSize
         }
         let endStream = header.flags.contains(.endStream)
@@ -209,7 +209,7 @@ extension HTTP2ServerConnection {
         while let (identifier, value) = payload.readMultipleIntegers(as: (UInt16, UInt32).self) {
             switch identifier {
             case HTTP2Setting.headerTableSize:
-                encoder.tableSizeSettingChanged()
+                output.tableSizeSettingChanged()
             case HTTP2Setting.enablePush:
                 guard value <= 1 else { return connectionError(.protocolError, "SETTINGS_ENABLE_PUSH of \(value)") }
             case HTTP2Setting.initialWindowSize:
@@ -222,6 +222,7 @@ extension HTTP2ServerConnection {
                     return connectionError(.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value)")
                 }
                 peer.maxFrameSize = Int(value)
+                output.maxFrameSize = Int(value)
             default:
                 break  // the rest limit what this server never sends (pushes, large header lists); unknown ones are ignored
             }
@@ -239,7 +240,7 @@ extension HTTP2ServerConnection {
             }
             windowGrew = change > 0
         }
-        output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 0, type: .settings, flags: .ack, streamID: 0))
+        output.buffer.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 0, type: .settings, flags: .ack, streamID: 0))
         if windowGrew { sendPendingData() }
     }
 
@@ -274,7 +275,7 @@ extension HTTP2ServerConnection {
             return
         }
         guard countControlFrame() else { return }
-        output.writeHTTP2Frame(.ping, flags: .ack, streamID: 0, payload: payload)
+        output.buffer.writeHTTP2Frame(.ping, flags: .ack, streamID: 0, payload: payload)
     }
 
     private func receiveGoAway(_ header: HTTP2FrameHeader) {
@@ -306,7 +307,7 @@ extension HTTP2ServerConnection {
 
     /// RST_STREAM; a stream being answered is abandoned.
     func resetStream(_ id: UInt32, _ code: HTTP2ErrorCode) {
-        output.writeHTTP2ResetStream(id, code: code)
+        output.buffer.writeHTTP2ResetStream(id, code: code)
         recentlyReset.insert(id)
         if let stream = streams.removeValue(forKey: id) {
             stream.abandon()

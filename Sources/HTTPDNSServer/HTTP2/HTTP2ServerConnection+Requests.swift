@@ -57,7 +57,7 @@ extension HTTP2ServerConnection {
             // Answered now (the route refuses the body); the client is not given credit for the rest.
             answerThroughRouter(streamID: id)
         } else if streams[id]!.receiveWindow < HTTP2Limits.defaultWindowSize / 2 {
-            output.writeHTTP2WindowUpdate(id, increment: HTTP2Limits.defaultWindowSize - streams[id]!.receiveWindow)
+            output.buffer.writeHTTP2WindowUpdate(id, increment: HTTP2Limits.defaultWindowSize - streams[id]!.receiveWindow)
             streams[id]!.receiveWindow = HTTP2Limits.defaultWindowSize
         }
     }

@@ -7,12 +7,9 @@ extension HTTP2ServerConnection {
     /// client that has not withheld credit; otherwise the stream waits for WINDOW_UPDATE like any other.
     func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
         let length = reply.body.readableBytes
-        let start = beginHeaders()
-        encoder.writeReply(reply, date: date.current(), into: &output)
-        endHeaders(startingAt: start, streamID: id, endStream: length == 0)
-        if length == 0 { return streamEnded() }
-        if length <= sendWindow, length <= peer.initialWindowSize, length <= peer.maxFrameSize {
-            output.writeHTTP2Frame(.data, flags: .endStream, streamID: id, payload: reply.body)
+        let fits = length <= sendWindow && length <= peer.initialWindowSize && length <= peer.maxFrameSize
+        output.writeReply(reply, streamID: id, withBody: fits)
+        if fits {
             sendWindow -= length
             return streamEnded()
         }
@@ -40,9 +37,7 @@ extension HTTP2ServerConnection {
         let dropsBody = streams[id]!.isHEAD
         if let head {
             let bodyFollows = !(end && (body?.readableBytes ?? 0) == 0 && trailers == nil) && !dropsBody
-            let start = beginHeaders()
-            encoder.writeResponse(status: head.status, fields: head.headerFields, into: &output)
-            endHeaders(startingAt: start, streamID: id, endStream: !bodyFollows)
+            output.writeResponseHead(head, streamID: id, endStream: !bodyFollows)
             streams[id]!.headersSent = true
             if !bodyFollows { return finished(streamID: id, eventLoop: eventLoop) }
         }
@@ -90,7 +85,7 @@ extension HTTP2ServerConnection {
             guard allowed > 0 else { return }
             let chunk = streams[id]!.unsent.readSlice(length: allowed)!
             let last = streams[id]!.unsent.readableBytes == 0 && streams[id]!.endQueued && streams[id]!.trailers == nil
-            output.writeHTTP2Frame(.data, flags: last ? .endStream : [], streamID: id, payload: chunk)
+            output.buffer.writeHTTP2Frame(.data, flags: last ? .endStream : [], streamID: id, payload: chunk)
             streams[id]!.sendWindow -= allowed
             sendWindow -= allowed
             if last { return finishStream(id) }
@@ -102,11 +97,9 @@ extension HTTP2ServerConnection {
         }
         guard streams[id]!.endQueued else { return }
         if let trailers = streams[id]!.trailers {
-            let start = beginHeaders()
-            encoder.writeTrailers(trailers, into: &output)
-            endHeaders(startingAt: start, streamID: id, endStream: true)
+            output.writeTrailers(trailers, streamID: id)
         } else {
-            output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 0, type: .data, flags: .endStream, streamID: id))
+            output.buffer.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 0, type: .data, flags: .endStream, streamID: id))
         }
         finishStream(id)
     }
@@ -118,21 +111,10 @@ extension HTTP2ServerConnection {
         stream.deadline?.cancel()
         stream.unsentDrained?.succeed()
         if !stream.requestEnded {
-            output.writeHTTP2ResetStream(id, code: .noError)
+            output.buffer.writeHTTP2ResetStream(id, code: .noError)
             recentlyReset.insert(id)
         }
         streamEnded()
-    }
-
-    // MARK: Header blocks
-
-    /// Leaves room for a HEADERS frame's header; the caller appends the header block to `output`.
-    private func beginHeaders() -> Int {
-        output.reserveHTTP2FrameHeader()
-    }
-
-    private func endHeaders(startingAt start: Int, streamID id: UInt32, endStream: Bool) {
-        output.completeHTTP2Headers(startingAt: start, streamID: id, endStream: endStream, maxFrameSize: peer.maxFrameSize)
     }
 
     // MARK: Output
@@ -146,8 +128,7 @@ extension HTTP2ServerConnection {
 
     /// Hands the output to the channel, without flushing.
     func writeOutput() {
-        guard output.readableBytes > 0, let context else { return }
-        context.write(wrapOutboundOut(output), promise: nil)
-        output = context.channel.allocator.buffer(capacity: 4096)
+        guard output.buffer.readableBytes > 0, let context else { return }
+        context.write(wrapOutboundOut(output.take(allocator: context.channel.allocator)), promise: nil)
     }
 }

@@ -61,11 +61,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// Parsing waits for the channel to become writable again.
     private var parsingPaused = false
     /// Frames written since the last flush.
-    var output = ByteBuffer()
+    var output = HTTP2Output(buffer: ByteBuffer())
     var isReading = false
 
     var decoder: HPACKDecoder
-    var encoder = HPACKResponseEncoder()
     /// A HEADERS frame without END_HEADERS, waiting for its CONTINUATION frames.
     var pendingHeaderBlock: PendingHeaderBlock?
     var streams: [UInt32: HTTP2ServerStream] = [:]
@@ -80,7 +79,6 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     var receiveWindow = HTTP2Limits.defaultWindowSize
     /// Empty DATA frames in a row without END_STREAM.
     var emptyDataFrames = 0
-    var date = HTTPDate()
     var hitTimers: RequestMetrics.HitTimers
 
     private var answeredDuringRead = false
@@ -143,7 +141,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        output = context.channel.allocator.buffer(capacity: 4096)
+        output = HTTP2Output(buffer: context.channel.allocator.buffer(capacity: 4096))
         // Added after ALPN, so the connection is usually active already.
         if context.channel.isActive { start(context: context) }
     }
@@ -156,9 +154,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private func start(context: ChannelHandlerContext) {
         guard case .awaitingPreface = phase, idleCheck == nil else { return }
         // The server's preface: its SETTINGS, sent without waiting for the client's.
-        output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 12, type: .settings, streamID: 0))
-        output.writeMultipleIntegers(HTTP2Setting.maxConcurrentStreams, UInt32(configuration.maxConcurrentStreams))
-        output.writeMultipleIntegers(HTTP2Setting.maxHeaderListSize, UInt32(configuration.maxHeaderListBytes))
+        output.buffer.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 12, type: .settings, streamID: 0))
+        output.buffer.writeMultipleIntegers(HTTP2Setting.maxConcurrentStreams, UInt32(configuration.maxConcurrentStreams))
+        output.buffer.writeMultipleIntegers(HTTP2Setting.maxHeaderListSize, UInt32(configuration.maxHeaderListBytes))
         flushOutput()
         lastActive = context.eventLoop.now
         scheduleIdleCheck(in: configuration.idleTimeout)
@@ -234,9 +232,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func startDraining() {
         guard case .none = drain, phase != .closed else { return }
         drain = .announced
-        output.writeHTTP2GoAway(lastStreamID: HTTP2Limits.largestStreamID, code: .noError, debugData: "")
-        output.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 8, type: .ping, streamID: 0))
-        output.writeInteger(Self.drainPing)
+        output.buffer.writeHTTP2GoAway(lastStreamID: HTTP2Limits.largestStreamID, code: .noError, debugData: "")
+        output.buffer.writeHTTP2FrameHeader(HTTP2FrameHeader(length: 8, type: .ping, streamID: 0))
+        output.buffer.writeInteger(Self.drainPing)
         flushOutput()
         // However the client answers, the connection ends within the idle timeout.
         scheduleIdleCheck(in: configuration.idleTimeout)
@@ -252,7 +250,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         guard phase != .closed else { return }
         drain = .final(lastStreamID: lastStreamID)
-        output.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "")
+        output.buffer.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "")
         if streams.isEmpty {
             close()
         } else {
@@ -264,7 +262,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func connectionError(_ code: HTTP2ErrorCode, _ reason: String) {
         guard phase != .closed else { return }
         logger.debug("HTTP/2 connection error", metadata: ["http2.error": "\(code)", "http2.reason": "\(reason)"])
-        output.writeHTTP2GoAway(lastStreamID: goAwayLastStreamID, code: code, debugData: reason)
+        output.buffer.writeHTTP2GoAway(lastStreamID: goAwayLastStreamID, code: code, debugData: reason)
         close()
     }
 
@@ -301,7 +299,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         let idleFor = now - lastActive
         if idleFor >= configuration.idleTimeout {
             // GOAWAY first, so a client whose request crossed the close knows it was not answered.
-            output.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "idle")
+            output.buffer.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "idle")
             close()
         } else {
             scheduleIdleCheck(in: configuration.idleTimeout - idleFor)
@@ -399,7 +397,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             let payload = inbound.readSlice(length: header.length)!
             receive(header, payload: payload)
             guard phase != .closed else { return }
-            if output.readableBytes >= configuration.maxOutputPerRead, let context {
+            if output.buffer.readableBytes >= configuration.maxOutputPerRead, let context {
                 // A client sending requests faster than it reads answers: what was answered goes out now, and
                 // the rest waits until the socket can take more.
                 writeOutput()
