@@ -91,15 +91,23 @@ struct ServiceTLSChannel: HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+            let latch = QuiesceLatch()
+            try channel.pipeline.syncOperations.addHandler(latch)
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NegotiatedProtocol> {
                 result in
                 switch result {
                 case .negotiated("h2"):
                     return channel.eventLoop.makeCompletedFuture {
-                        .http2(channel, settled: try http2.configure(channel))
+                        let settled = try http2.configure(channel)
+                        latch.replay(on: channel)
+                        return .http2(channel, settled: settled)
                     }
                 case .negotiated("http/1.1"), .fallback:
-                    return http1.setup(channel: channel, logger: logger).map { .http1($0) }
+                    let latch = NIOLoopBound(latch, eventLoop: channel.eventLoop)
+                    return http1.setup(channel: channel, logger: logger).map { value in
+                        latch.value.replay(on: channel)
+                        return .http1(value)
+                    }
                 case .negotiated:
                     // Only h2 and http/1.1 are offered, so anything else is a broken client.
                     return channel.close().flatMap { channel.eventLoop.makeFailedFuture(UnexpectedALPNProtocol()) }
@@ -131,3 +139,23 @@ struct ServiceTLSChannel: HTTPChannelHandler {
 
 /// TLS negotiated an application protocol the server did not offer.
 struct UnexpectedALPNProtocol: Error {}
+
+/// Remembers a graceful shutdown asked for while TLS and ALPN are still setting the connection up, when no
+/// protocol handler is there yet to hear it (the event would reach the end of the pipeline and be lost, and the
+/// connection would outlive the shutdown). Once the protocol's handlers are in place, ``replay(on:)`` tells them.
+final class QuiesceLatch: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private(set) var quiesced = false
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent { quiesced = true }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Fires the shutdown again, for handlers added after it arrived. On the channel's event loop.
+    func replay(on channel: any Channel) {
+        guard quiesced else { return }
+        channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+    }
+}

@@ -357,7 +357,12 @@ import Testing
         try await client.start()
         try await client.request(1, "/dns-query", method: "POST", endStream: false)
         client.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        #expect(try await client.drain().map(\.type) == [.goAway, .ping])
         await client.channel.testingEventLoop.advanceTime(by: .seconds(61))
+        // The PING never came back; the last GOAWAY still names what was taken.
+        let frames = try await client.drain()
+        let final = try #require(frames.last { $0.type == .goAway })
+        #expect(final.payload.getInteger(at: final.payload.readerIndex, as: UInt32.self) == 1)
         try await client.waitForClose()
     }
 
@@ -483,6 +488,13 @@ import Testing
             .frameSizeError
         ),
         (
+            "two padded DATA frames without data in a row",
+            HTTP2TestClient.frame(.headers, flags: .endHeaders, stream: 1, payload: ByteBuffer(bytes: [0x83, 0x87, 0x84]))
+                + HTTP2TestClient.frame(.data, flags: .padded, stream: 1, payload: ByteBuffer(bytes: [0]))
+                + HTTP2TestClient.frame(.data, flags: .padded, stream: 1, payload: ByteBuffer(bytes: [0])),
+            .enhanceYourCalm
+        ),
+        (
             "two empty DATA frames in a row",
             // POST / over https (static table entries 3, 7 and 4), then nothing, twice.
             HTTP2TestClient.frame(.headers, flags: .endHeaders, stream: 1, payload: ByteBuffer(bytes: [0x83, 0x87, 0x84]))
@@ -510,6 +522,15 @@ import Testing
             payload: try client.headerBlock(HTTP2TestClient.requestFields(Self.hitPath))
         )
         bytes.writeImmutableBuffer(HTTP2TestClient.frame(.pushPromise, stream: 1, payload: ByteBuffer(bytes: [0, 0, 0, 2])))
+        // Nothing after the error is read.
+        bytes.writeImmutableBuffer(
+            HTTP2TestClient.frame(
+                .headers,
+                flags: [.endHeaders, .endStream],
+                stream: 3,
+                payload: try client.headerBlock(HTTP2TestClient.requestFields(Self.hitPath))
+            )
+        )
         try await client.send(bytes)
         let frames = try await client.drain()
         #expect(frames.map(\.type) == [.headers, .data, .goAway])

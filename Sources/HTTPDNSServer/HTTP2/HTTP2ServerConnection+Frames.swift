@@ -110,7 +110,9 @@ extension HTTP2ServerConnection {
         guard !dependsOnItself else { return streamError(id, .protocolError, "stream \(id) depends on itself") }
         if case .final = drain { return resetStream(id, .refusedStream) }
         guard streams.count < configuration.maxConcurrentStreams else {
-            return resetStream(id, .refusedStream)
+            // Counted: a client that ignores the limit is not kept busy refusing it for free.
+            resetStream(id, .refusedStream)
+            return countGlitch()
         }
         let head: HTTP2RequestHead
         do {
@@ -151,20 +153,19 @@ extension HTTP2ServerConnection {
             receiveWindow = HTTP2Limits.defaultWindowSize
         }
         let endStream = header.flags.contains(.endStream)
-        if header.length == 0 && !endStream {
+        var data = payload
+        guard stripPadding(header, &data) else { return }
+        if data.readableBytes == 0 && !endStream {
             emptyDataFrames += 1
             guard emptyDataFrames <= 1 else { return connectionError(.enhanceYourCalm, "empty DATA frames in a row") }
         } else {
             emptyDataFrames = 0
         }
-        var data = payload
-        guard stripPadding(header, &data) else { return }
         guard streams[id] != nil else {
             guard !isIdle(id) else { return connectionError(.protocolError, "DATA on idle stream \(id)") }
             if recentlyReset.contains(id) { return }
             // A stream this side finished: the client sent past its own END_STREAM.
-            logger.debug("HTTP/2 stream error", metadata: ["http2.stream": "\(id)", "http2.error": "STREAM_CLOSED"])
-            return resetStream(id, .streamClosed)
+            return streamError(id, .streamClosed, "DATA on closed stream \(id)")
         }
         requestBodyReceived(streamID: id, data: data, flowControlledLength: header.length, endStream: endStream)
     }

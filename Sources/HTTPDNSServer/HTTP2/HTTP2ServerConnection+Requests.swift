@@ -88,7 +88,7 @@ extension HTTP2ServerConnection {
                 // The client reset the stream, or the connection went away: nobody is left to answer.
                 router.logger.debug("response not written", metadata: ["error.type": "\(error)"])
             }
-            eventLoop.execute { connection.value.routerTaskEnded() }
+            eventLoop.execute { connection.value.routerTaskEnded(streamID: id) }
         }
     }
 }

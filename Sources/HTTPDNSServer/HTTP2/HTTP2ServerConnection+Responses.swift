@@ -42,7 +42,11 @@ extension HTTP2ServerConnection {
             if !bodyFollows { return finished(streamID: id, eventLoop: eventLoop) }
         }
         if var body, !dropsBody {
-            streams[id]!.unsent.writeBuffer(&body)
+            if streams[id]!.unsent.readableBytes == 0 {
+                streams[id]!.unsent = body
+            } else {
+                streams[id]!.unsent.writeBuffer(&body)
+            }
         }
         if end {
             streams[id]!.endQueued = true
@@ -90,7 +94,7 @@ extension HTTP2ServerConnection {
             sendWindow -= allowed
             if last { return finishStream(id) }
         }
-        streams[id]!.unsent = ByteBuffer()
+        if streams[id]!.unsent.capacity > 0 { streams[id]!.unsent = ByteBuffer() }
         if context?.channel.isWritable != false {
             streams[id]!.unsentDrained?.succeed()
             streams[id]!.unsentDrained = nil

@@ -60,6 +60,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var inbound = ByteBuffer()
     /// Parsing waits for the channel to become writable again.
     private var parsingPaused = false
+    /// The client closed its side while parsing was paused: the final GOAWAY waits for what was read before.
+    private var inputEndedWhilePaused = false
     /// Frames written since the last flush.
     var output = HTTP2Output(buffer: ByteBuffer())
     var isReading = false
@@ -198,7 +200,14 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         routerTasks += 1
     }
 
-    func routerTaskEnded() {
+    /// A router task has ended. Its stream should have ended with it; if not (the response's body failed, or never
+    /// finished), the stream is reset rather than left to its deadline.
+    func routerTaskEnded(streamID id: UInt32) {
+        if streams[id] != nil, phase != .closed {
+            logger.debug("HTTP/2 response ended unfinished", metadata: ["http2.stream": "\(id)"])
+            resetStream(id, .internalError)
+            flushOutput()
+        }
         routerTasks -= 1
         if routerTasks == 0 {
             routerTasksEnded?.succeed()
@@ -212,7 +221,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             startDraining()
         case ChannelEvent.inputClosed:
             // The client has closed its side: answer what it asked, then close.
-            finishDraining()
+            inputEnded()
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -221,10 +230,19 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if case NIOSSLError.uncleanShutdown = error {
             // A FIN without TLS's close_notify: nothing more can arrive.
-            finishDraining()
+            inputEnded()
         } else {
             logger.debug("HTTP/2 connection failed", metadata: ["error.type": "\(error)"])
             close()
+        }
+    }
+
+    /// Nothing more will arrive: once every request already read has been taken, the final GOAWAY.
+    private func inputEnded() {
+        if parsingPaused {
+            inputEndedWhilePaused = true
+        } else {
+            finishDraining()
         }
     }
 
@@ -293,7 +311,16 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     private func checkIdle() {
         guard phase != .closed, let now = context?.eventLoop.now else { return }
-        guard case .none = drain else { return close() }
+        switch drain {
+        case .none:
+            break
+        case .announced:
+            // The client never answered the PING: tell it which streams were taken before closing.
+            output.buffer.writeHTTP2GoAway(lastStreamID: lastStreamID, code: .noError, debugData: "")
+            return close()
+        case .final:
+            return close()
+        }
         // Open streams end by their own deadlines.
         guard streams.isEmpty else { return scheduleIdleCheck(in: configuration.idleTimeout) }
         let idleFor = now - lastActive
@@ -354,13 +381,17 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
+        if context.channel.isWritable, phase != .closed {
             resumeWriters()
             if parsingPaused {
                 parsingPaused = false
                 isReading = true
                 readFrames()
                 endRead()
+                if !parsingPaused, inputEndedWhilePaused {
+                    inputEndedWhilePaused = false
+                    finishDraining()
+                }
             }
         }
         context.fireChannelWritabilityChanged()
@@ -388,7 +419,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             }
             phase = .awaitingSettings
         }
-        while let header = HTTP2FrameHeader(peekingAt: inbound) {
+        while phase != .closed, let header = HTTP2FrameHeader(peekingAt: inbound) {
             guard header.length <= HTTP2Limits.defaultMaxFrameSize else {
                 return connectionError(.frameSizeError, "a \(header.type) frame of \(header.length) bytes")
             }
