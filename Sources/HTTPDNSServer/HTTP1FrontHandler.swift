@@ -35,6 +35,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var idleCheck: Scheduled<Void>?
     private var closeAfterLastResponse = false
     private var flushPending = false
+    private var handedOnDuringRead = false
     private var date = HTTPDate()
     private var hitTimers: RequestMetrics.HitTimers
     private var context: ChannelHandlerContext?
@@ -59,17 +60,17 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             } else {
                 owedByRouter.append(head.method == .HEAD)
                 reading = .handingOn
-                context.fireChannelRead(data)
+                handOn(data, context: context)
             }
         case .body:
             lastActive = context.eventLoop.now
             if case .answering = reading { return }
-            context.fireChannelRead(data)
+            handOn(data, context: context)
         case .end:
             lastActive = context.eventLoop.now
             guard case .answering(let reply, let route, let started) = reading else {
                 reading = .idle
-                context.fireChannelRead(data)
+                handOn(data, context: context)
                 return
             }
             reading = .idle
@@ -84,7 +85,17 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             flushPending = false
             context.flush()
         }
-        context.fireChannelReadComplete()
+        // The router's side learns of a read's end only when the read brought it something: its async channel
+        // delivers what it has buffered then, and a read of hits alone leaves it nothing to do.
+        if handedOnDuringRead {
+            handedOnDuringRead = false
+            context.fireChannelReadComplete()
+        }
+    }
+
+    private func handOn(_ data: NIOAny, context: ChannelHandlerContext) {
+        handedOnDuringRead = true
+        context.fireChannelRead(data)
     }
 
     /// The whole response in one buffer: status line, the reply's fields, `Content-Length`, `Date`, body. The
