@@ -15,7 +15,6 @@ extension HTTP2ServerConnection {
         }
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.requestEnded = true
-        stream.headersSent = true
         stream.unsent = reply.body
         stream.endQueued = true
         open(stream, streamID: id)
@@ -38,7 +37,6 @@ extension HTTP2ServerConnection {
         if let head {
             let bodyFollows = !(end && (body?.readableBytes ?? 0) == 0 && trailers == nil) && !dropsBody
             output.writeResponseHead(head, streamID: id, endStream: !bodyFollows)
-            streams[id]!.headersSent = true
             if !bodyFollows { return finished(streamID: id, eventLoop: eventLoop) }
         }
         if var body, !dropsBody {

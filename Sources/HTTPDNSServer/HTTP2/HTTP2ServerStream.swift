@@ -17,7 +17,6 @@ struct HTTP2ServerStream {
 
     /// The router is answering.
     var answering: Task<Void, Never>?
-    var headersSent = false
     /// Body bytes not yet sent for want of flow-control credit.
     var unsent = ByteBuffer()
     /// The response ends after `unsent` (and the trailers, if any).
