@@ -39,22 +39,10 @@ struct NativeAPI: Sendable {
         body.writeString(host.value)
         body.writeStaticString("\"")
         if families.contains(.ipv4) {
-            body.writeStaticString(#","ips":["#)
-            for (index, address) in answer.ipv4.enumerated() {
-                body.writeStaticString(index == 0 ? "\"" : ",\"")
-                body.writeIPv4(address)
-                body.writeStaticString("\"")
-            }
-            body.writeStaticString("]")
+            Self.writeList(#","ips":["#, answer.ipv4, into: &body) { $0.writeIPv4($1) }
         }
         if families.contains(.ipv6) {
-            body.writeStaticString(#","ipsv6":["#)
-            for (index, address) in answer.ipv6.enumerated() {
-                body.writeStaticString(index == 0 ? "\"" : ",\"")
-                body.writeString(address.description)
-                body.writeStaticString("\"")
-            }
-            body.writeStaticString("]")
+            Self.writeList(#","ipsv6":["#, answer.ipv6, into: &body) { $0.writeString($1.description) }
         }
         body.writeStaticString(#","ttl":"#)
         body.writeDecimal(Int(answer.ttlSeconds))
@@ -63,6 +51,22 @@ struct NativeAPI: Sendable {
         if answer.stale { body.writeStaticString(#","stale":true"#) }
         body.writeStaticString("}")
         return Reply(contentType: "application/json", cacheControl: .maxAge(answer.ttlSeconds), body: body)
+    }
+
+    /// `opening`, then each address quoted, separated by commas, then `]`.
+    private static func writeList<Address>(
+        _ opening: StaticString,
+        _ addresses: [Address],
+        into body: inout ByteBuffer,
+        writing write: (inout ByteBuffer, Address) -> Void
+    ) {
+        body.writeStaticString(opening)
+        for (index, address) in addresses.enumerated() {
+            body.writeStaticString(index == 0 ? "\"" : ",\"")
+            write(&body, address)
+            body.writeStaticString("\"")
+        }
+        body.writeStaticString("]")
     }
 
     /// `GET /resolve?host=a,b[&query=4,6]`.

@@ -222,7 +222,6 @@ extension HTTP2ServerConnection {
                 guard (HTTP2Limits.defaultMaxFrameSize...HTTP2Limits.largestMaxFrameSize).contains(Int(value)) else {
                     return connectionError(.protocolError, "SETTINGS_MAX_FRAME_SIZE of \(value)")
                 }
-                peer.maxFrameSize = Int(value)
                 output.maxFrameSize = Int(value)
             default:
                 break  // the rest limit what this server never sends (pushes, large header lists); unknown ones are ignored

@@ -7,7 +7,7 @@ extension HTTP2ServerConnection {
     /// client that has not withheld credit; otherwise the stream waits for WINDOW_UPDATE like any other.
     func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
         let length = reply.body.readableBytes
-        let fits = length <= sendWindow && length <= peer.initialWindowSize && length <= peer.maxFrameSize
+        let fits = length <= sendWindow && length <= peer.initialWindowSize && length <= output.maxFrameSize
         output.writeReply(reply, streamID: id, withBody: fits)
         if fits {
             sendWindow -= length
@@ -83,7 +83,7 @@ extension HTTP2ServerConnection {
     func sendPendingData(streamID id: UInt32) {
         guard streams[id] != nil else { return }
         while streams[id]!.unsent.readableBytes > 0 {
-            let allowed = min(streams[id]!.unsent.readableBytes, streams[id]!.sendWindow, sendWindow, peer.maxFrameSize)
+            let allowed = min(streams[id]!.unsent.readableBytes, streams[id]!.sendWindow, sendWindow, output.maxFrameSize)
             guard allowed > 0 else { return }
             let chunk = streams[id]!.unsent.readSlice(length: allowed)!
             let last = streams[id]!.unsent.readableBytes == 0 && streams[id]!.endQueued && streams[id]!.trailers == nil

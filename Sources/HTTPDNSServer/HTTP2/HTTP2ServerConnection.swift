@@ -116,10 +116,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         var continuationFrames = 0
     }
 
-    /// What the client has said in SETTINGS that this side must respect when sending.
+    /// What the client has said in SETTINGS that this side must respect when sending (its largest frame is kept
+    /// by ``HTTP2Output``, which splits frames by it).
     struct PeerSettings {
         var initialWindowSize = HTTP2Limits.defaultWindowSize
-        var maxFrameSize = HTTP2Limits.defaultMaxFrameSize
     }
 
     /// The opaque data of the PING that ends the first step of a graceful shutdown.
