@@ -1,11 +1,13 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
+// Linux only: the code uses Linux's APIs (CLOCK_MONOTONIC_COARSE, /proc, glibc's resolver codes) and is built and
+// tested on Linux alone, so the package claims no other platform.
 let package = Package(
     name: "swift-httpdns",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "HTTPDNSCore", targets: ["HTTPDNSCore"]),
+        .library(name: "HTTPDNSWire", targets: ["HTTPDNSWire"]),
         .library(name: "HTTPDNSCAres", targets: ["HTTPDNSCAres"]),
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
@@ -37,6 +39,15 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // Wire formats shared by the service and its clients: DNS messages, the native API's models and
+        // signatures. No networking.
+        .target(
+            name: "HTTPDNSWire",
+            dependencies: [
+                "HTTPDNSCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "HTTPDNSCAres",
             dependencies: [
@@ -49,9 +60,9 @@ let package = Package(
             name: "HTTPDNSServer",
             dependencies: [
                 "HTTPDNSCore",
+                "HTTPDNSWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -71,6 +82,7 @@ let package = Package(
                 "HTTPDNSCore",
                 "HTTPDNSCAres",
                 "HTTPDNSServer",
+                "HTTPDNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -85,6 +97,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "HTTPDNSWireTests",
+            dependencies: ["HTTPDNSWire", "HTTPDNSCore"]
+        ),
+        .testTarget(
             name: "HTTPDNSCAresTests",
             dependencies: ["HTTPDNSCAres", "HTTPDNSCore"]
         ),
@@ -93,6 +109,7 @@ let package = Package(
             dependencies: [
                 "HTTPDNSServer",
                 "HTTPDNSCore",
+                "HTTPDNSWire",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -42,6 +42,20 @@ public final class CAresSource: ResolutionSource {
             self.servers = servers
             self.transport = transport
         }
+
+        /// Checks the timeout and tries.
+        /// - Throws: ``ConfigurationError`` naming the first setting that cannot work.
+        public func validate() throws(ConfigurationError) {
+            guard timeoutMs > 0 else {
+                throw ConfigurationError(key: "timeoutMs", reason: "must be a positive number of milliseconds, not \(timeoutMs)")
+            }
+            guard tries > 0 else {
+                throw ConfigurationError(key: "tries", reason: "must be at least 1, not \(tries)")
+            }
+            guard !name.isEmpty else {
+                throw ConfigurationError(key: "name", reason: "must not be empty: it names the source in stats, logs and metrics")
+            }
+        }
     }
 
     public let configuration: Configuration
@@ -52,11 +66,11 @@ public final class CAresSource: ResolutionSource {
     private let serversDescription: String
 
     /// Starts the channel and its thread.
-    /// - Throws: ``ResolutionError`` with code ``ResolutionError/Code/internalError`` when c-ares cannot start
-    ///   (for example an unreadable `/etc/resolv.conf`).
+    /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``Configuration/validate()``;
+    ///   ``ResolutionError`` with code ``ResolutionError/Code/internalError`` when c-ares cannot start (for example
+    ///   an unreadable `/etc/resolv.conf`).
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "httpdns.cares")) throws {
-        precondition(configuration.timeoutMs > 0, "timeoutMs must be positive")
-        precondition(configuration.tries > 0, "tries must be positive")
+        try configuration.validate()
         self.configuration = configuration
         self.serversDescription =
             configuration.servers.isEmpty
@@ -66,7 +80,7 @@ public final class CAresSource: ResolutionSource {
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
-        precondition(!families.isEmpty, "query needs at least one address family")
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         let outcome = try await loop.getAddressInfo(host.fullyQualified, families: families)
         return try answer(outcome, host: host, families: families).get()
     }
@@ -78,7 +92,7 @@ public final class CAresSource: ResolutionSource {
         families: AddressFamilies,
         completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
     ) {
-        precondition(!families.isEmpty, "query needs at least one address family")
+        guard !families.isEmpty else { return completion(.failure(.noFamilies(host))) }
         loop.submit(LookupRequest(name: host.fullyQualified, families: families)) { [self] outcome in
             completion(answer(outcome, host: host, families: families))
         }

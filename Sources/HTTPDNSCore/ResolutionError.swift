@@ -6,7 +6,7 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case nameNotFound, noAddress, timeout, refused, serverFailure, serverUnreachable
-            case malformedAnswer, badName, tooManyPendingQueries, shutdown, internalError
+            case malformedAnswer, badName, noFamilies, tooManyPendingQueries, shutdown, internalError
         }
 
         private let base: Base
@@ -28,6 +28,8 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let malformedAnswer = Code(.malformedAnswer)
         /// The name is not a valid host name.
         public static let badName = Code(.badName)
+        /// The lookup asked for no address family at all: a mistake of the caller's.
+        public static let noFamilies = Code(.noFamilies)
         /// Too many different names are being looked up upstream at once.
         public static let tooManyPendingQueries = Code(.tooManyPendingQueries)
         /// The resolver was shut down.
@@ -38,7 +40,7 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
         /// Every code, for making one metric per code up front.
         public static let all: [Code] = [
             .nameNotFound, .noAddress, .timeout, .refused, .serverFailure, .serverUnreachable,
-            .malformedAnswer, .badName, .tooManyPendingQueries, .shutdown, .internalError,
+            .malformedAnswer, .badName, .noFamilies, .tooManyPendingQueries, .shutdown, .internalError,
         ]
 
         /// The code as a short camel-case word: `nameNotFound`, `timeout`, …
@@ -63,4 +65,9 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     public var description: String { message }
+
+    /// The error for a lookup of `host` that asks for no address family.
+    package static func noFamilies(_ host: HostName) -> ResolutionError {
+        ResolutionError(.noFamilies, "the lookup of \(host) asks for no address family: ask for A, AAAA or both")
+    }
 }

@@ -37,5 +37,37 @@ extension ResolverCache {
         public var maxPendingQueries: Int = 1024
 
         public init() {}
+
+        /// Checks the settings against each other and their ranges.
+        /// - Throws: ``ConfigurationError`` naming the first setting that cannot work.
+        public func validate() throws(ConfigurationError) {
+            guard maxEntries > 0 else {
+                throw ConfigurationError(key: "maxEntries", reason: "must be a positive number of names, not \(maxEntries)")
+            }
+            guard maxPendingQueries > 0 else {
+                throw ConfigurationError(key: "maxPendingQueries", reason: "must be a positive number of queries, not \(maxPendingQueries)")
+            }
+            guard minTTLSeconds <= maxTTLSeconds else {
+                throw ConfigurationError(
+                    key: "minTTLSeconds",
+                    reason: "(\(minTTLSeconds)) is larger than the largest TTL kept, maxTTLSeconds (\(maxTTLSeconds))"
+                )
+            }
+            guard minNegativeTTLSeconds <= maxNegativeTTLSeconds else {
+                throw ConfigurationError(
+                    key: "minNegativeTTLSeconds",
+                    reason: "(\(minNegativeTTLSeconds)) is larger than the largest negative TTL kept, maxNegativeTTLSeconds (\(maxNegativeTTLSeconds))"
+                )
+            }
+            guard staleAnswerClientTimeoutMs >= 0 else {
+                throw ConfigurationError(
+                    key: "staleAnswerClientTimeoutMs",
+                    reason: "must be 0 (wait for the refresh) or a positive number of milliseconds, not \(staleAnswerClientTimeoutMs)"
+                )
+            }
+            guard refreshAheadFraction >= 0, refreshAheadFraction <= 1 else {
+                throw ConfigurationError(key: "refreshAheadFraction", reason: "must be between 0 and 1, not \(refreshAheadFraction)")
+            }
+        }
     }
 }

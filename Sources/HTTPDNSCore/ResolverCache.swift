@@ -26,19 +26,14 @@ public final class ResolverCache: Sendable {
     private let state: Mutex<State>
 
     /// Makes a cache in front of `source`.
+    /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``Configuration/validate()``.
     public init(
         source: any ResolutionSource,
         configuration: Configuration = Configuration(),
         clock: any MonotonicClock = SystemMonotonicClock(),
         logger: Logger = Logger(label: "httpdns.cache")
-    ) {
-        precondition(configuration.maxEntries > 0, "maxEntries must be positive")
-        precondition(configuration.maxPendingQueries > 0, "maxPendingQueries must be positive")
-        precondition(configuration.minTTLSeconds <= configuration.maxTTLSeconds, "minTTLSeconds exceeds maxTTLSeconds")
-        precondition(
-            configuration.minNegativeTTLSeconds <= configuration.maxNegativeTTLSeconds,
-            "minNegativeTTLSeconds exceeds maxNegativeTTLSeconds"
-        )
+    ) throws(ConfigurationError) {
+        try configuration.validate()
         self.source = source
         self.configuration = configuration
         self.clock = clock
@@ -69,7 +64,7 @@ public final class ResolverCache: Sendable {
     /// (as ``resolve(_:families:)`` does), and returns nil, counting nothing, when upstream must be asked;
     /// follow a nil with ``resolve(_:families:)``. A hit late in its TTL starts the refresh-ahead here too.
     public func cachedResolution(_ host: HostName, families: AddressFamilies = .all) throws -> Resolution? {
-        precondition(!families.isEmpty, "a lookup needs at least one address family")
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         let now = clock.now()
         let outcome = state.withLock { state in
             state.answerFromCache(host, families, now: now, configuration: configuration)
@@ -98,13 +93,16 @@ public final class ResolverCache: Sendable {
     /// Resolves every host in `hosts` (for example at start-up, so the first requests hit the cache), at most
     /// `concurrency` at a time so a long list stays within ``Configuration/maxPendingQueries``.
     /// - Returns: the hosts that failed, with their errors. Negative answers are answers, not failures.
+    /// - Throws: ``ConfigurationError`` when `concurrency` is not positive.
     @discardableResult
     public func preResolve(
         _ hosts: [HostName],
         families: AddressFamilies = .all,
         concurrency: Int = 64
-    ) async -> [HostName: ResolutionError] {
-        precondition(concurrency > 0, "concurrency must be positive")
+    ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
+        guard concurrency > 0 else {
+            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
+        }
         return await withTaskGroup(of: (HostName, ResolutionError?).self) { group in
             func resolveOne(_ host: HostName) {
                 group.addTask {

@@ -31,7 +31,7 @@ public struct SystemSource: ResolutionSource {
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
-        precondition(!families.isEmpty, "query needs at least one address family")
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         let ttl = configuration.ttlSeconds
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

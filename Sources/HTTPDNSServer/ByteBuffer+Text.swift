@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import NIOCore
 
 extension ByteBuffer {
@@ -33,4 +34,17 @@ extension ByteBuffer {
             writeDecimal(Int((address.value >> UInt32(shift)) & 0xFF))
         }
     }
+}
+
+/// The service writes `/d` answers straight into the response body.
+extension ByteBuffer: JSONOutput {
+    @inlinable
+    public mutating func appendJSON(_ text: StaticString) { writeStaticString(text) }
+
+    @inlinable
+    public mutating func appendJSON(text: String) { writeString(text) }
+
+    public mutating func appendJSON(decimal value: Int) { writeDecimal(value) }
+
+    public mutating func appendJSON(ipv4 address: IPv4Address) { writeIPv4(address) }
 }

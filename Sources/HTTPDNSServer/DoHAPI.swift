@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -44,7 +45,7 @@ struct DoHAPI: Sendable {
         guard contentType == Self.messageType else {
             throw ServiceError(
                 status: .unsupportedMediaType,
-                code: "UnsupportedMediaType",
+                code: .unsupportedMediaType,
                 message: "POST /dns-query takes \(Self.messageType), not \(contentType ?? "no content type")",
                 rejectionReason: "content_type"
             )
@@ -56,7 +57,7 @@ struct DoHAPI: Sendable {
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw ServiceError(
                 status: .contentTooLarge,
-                code: "BodyTooLarge",
+                code: .bodyTooLarge,
                 message: "the DNS message is larger than \(configuration.maxDNSMessageBytes) bytes",
                 rejectionReason: "body_too_large"
             )
@@ -108,6 +109,11 @@ struct DoHAPI: Sendable {
         var message = query
         message.isResponse = true
         message.recursionAvailable = true
+        // Flags the service does not set: it is no authority, never truncates over HTTP, and does not validate.
+        message.isAuthoritative = false
+        message.isTruncated = false
+        message.authenticData = false
+        message.checkingDisabled = false
         if message.questions.count > 1 { message.questions = [message.questions[0]] }
         var maxAge: UInt32 = 0
         switch kind {
@@ -120,7 +126,8 @@ struct DoHAPI: Sendable {
         case .resolve:
             let outcome = outcome!
             message.responseCode = outcome.code
-            message.answers = outcome.addresses.map { DNSMessage.Answer(address: $0, ttlSeconds: outcome.ttlSeconds) }
+            let name = message.questions[0].name
+            message.answers = outcome.addresses.map { DNSMessage.Record(name: name, address: $0, ttlSeconds: outcome.ttlSeconds) }
             maxAge = outcome.ttlSeconds
         }
         return Reply(
@@ -140,8 +147,8 @@ struct DoHAPI: Sendable {
         guard question.recordClass == 1 else { return .notImplemented }
         let family: AddressFamily
         switch question.type {
-        case 1: family = .ipv4
-        case 28: family = .ipv6
+        case .a: family = .ipv4
+        case .aaaa: family = .ipv6
         default: return .notImplemented
         }
         // Names that are not host names (underscores, IP literals) are not ours to answer.
@@ -159,7 +166,7 @@ struct DoHAPI: Sendable {
         default:
             throw ServiceError(
                 status: .badRequest,
-                code: "InvalidQuery",
+                code: .invalidQuery,
                 message: "type must be A, AAAA, 1 or 28; got '\(type ?? "")'",
                 rejectionReason: "invalid_query"
             )
@@ -244,6 +251,6 @@ struct DoHAPI: Sendable {
     }
 
     private static func malformed(_ reason: String) -> ServiceError {
-        ServiceError(status: .badRequest, code: "MalformedQuery", message: "malformed DNS query: \(reason)", rejectionReason: "malformed_query")
+        ServiceError(status: .badRequest, code: .malformedQuery, message: "malformed DNS query: \(reason)", rejectionReason: "malformed_query")
     }
 }

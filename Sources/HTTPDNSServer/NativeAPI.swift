@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -29,44 +30,20 @@ struct NativeAPI: Sendable {
         return (try hostName(hostText), try families(parameters.first("query")))
     }
 
-    /// `{"host":…,"ips":[…],"ipsv6":[…],"ttl":…,"origin_ttl":…[,"stale":true]}`, written straight into the body:
-    /// this is every `/d` cache hit's work, and nothing in it needs escaping (host names are letters, digits,
-    /// hyphens and dots; addresses and numbers are digits, dots, colons and hex).
+    /// The ``NativeAnswer`` written straight into the body: this is every `/d` cache hit's work.
     private static func singleReply(_ host: HostName, _ families: AddressFamilies, _ answer: Answer) -> Reply {
+        let native = NativeAnswer(
+            host: host.value,
+            ipv4: families.contains(.ipv4) ? answer.ipv4 : nil,
+            ipv6: families.contains(.ipv6) ? answer.ipv6 : nil,
+            ttlSeconds: answer.ttlSeconds,
+            originTTLSeconds: answer.originTTLSeconds,
+            stale: answer.stale
+        )
         var body = ByteBuffer()
-        body.reserveCapacity(64 + host.value.utf8.count + 18 * answer.ipv4.count + 42 * answer.ipv6.count)
-        body.writeStaticString(#"{"host":""#)
-        body.writeString(host.value)
-        body.writeStaticString("\"")
-        if families.contains(.ipv4) {
-            Self.writeList(#","ips":["#, answer.ipv4, into: &body) { $0.writeIPv4($1) }
-        }
-        if families.contains(.ipv6) {
-            Self.writeList(#","ipsv6":["#, answer.ipv6, into: &body) { $0.writeString($1.description) }
-        }
-        body.writeStaticString(#","ttl":"#)
-        body.writeDecimal(Int(answer.ttlSeconds))
-        body.writeStaticString(#","origin_ttl":"#)
-        body.writeDecimal(Int(answer.originTTLSeconds))
-        if answer.stale { body.writeStaticString(#","stale":true"#) }
-        body.writeStaticString("}")
+        body.reserveCapacity(native.estimatedJSONSize)
+        native.writeJSON(into: &body)
         return Reply(contentType: "application/json", cacheControl: .maxAge(answer.ttlSeconds), body: body)
-    }
-
-    /// `opening`, then each address quoted, separated by commas, then `]`.
-    private static func writeList<Address>(
-        _ opening: StaticString,
-        _ addresses: [Address],
-        into body: inout ByteBuffer,
-        writing write: (inout ByteBuffer, Address) -> Void
-    ) {
-        body.writeStaticString(opening)
-        for (index, address) in addresses.enumerated() {
-            body.writeStaticString(index == 0 ? "\"" : ",\"")
-            write(&body, address)
-            body.writeStaticString("\"")
-        }
-        body.writeStaticString("]")
     }
 
     /// `GET /resolve?host=a,b[&query=4,6]`.
@@ -87,17 +64,20 @@ struct NativeAPI: Sendable {
             for try await (index, answer) in group { answers[index] = answer }
             return answers.map { $0! }
         }
-        var records: [JSON] = []
+        var records: [NativeBatchAnswer.Record] = []
         for (host, answer) in zip(hosts, answers) {
             if families.contains(.ipv4) {
-                records.append(Self.batchRecord(host, type: 1, answer.ipv4.map(\.description), ttl: familyTTL(host, .ipv4, answer), answer))
+                let ttl = familyTTL(host, .ipv4, answer)
+                records.append(.init(host: host.value, family: .ipv4, addresses: answer.ipv4.map(IPAddress.v4), ttlSeconds: ttl, stale: answer.stale))
             }
             if families.contains(.ipv6) {
-                records.append(Self.batchRecord(host, type: 28, answer.ipv6.map(\.description), ttl: familyTTL(host, .ipv6, answer), answer))
+                let ttl = familyTTL(host, .ipv6, answer)
+                records.append(.init(host: host.value, family: .ipv6, addresses: answer.ipv6.map(IPAddress.v6), ttlSeconds: ttl, stale: answer.stale))
             }
         }
         let maxAge = answers.map(\.ttlSeconds).min() ?? 0
-        return Response(.json(.object([("dns", .array(records))]), maxAge: maxAge))
+        let body = NativeBatchAnswer(records: records).jsonText
+        return Response(Reply(contentType: "application/json", cacheControl: .maxAge(maxAge), body: ByteBuffer(string: body)))
     }
 
     /// What one host resolved to, negative answers included (as empty lists with their TTL).
@@ -159,17 +139,6 @@ struct NativeAPI: Sendable {
         }
     }
 
-    private static func batchRecord(_ host: HostName, type: Int, _ addresses: [String], ttl: UInt32, _ answer: Answer) -> JSON {
-        var members: [(String, JSON)] = [
-            ("host", .string(host.value)),
-            ("ips", .array(addresses.map(JSON.string))),
-            ("type", .integer(type)),
-            ("ttl", .integer(Int(ttl))),
-        ]
-        if answer.stale { members.append(("stale", .bool(true))) }
-        return .object(members)
-    }
-
     static func hostName(_ text: Substring) throws -> HostName {
         do {
             return try HostName(String(text))
@@ -180,16 +149,7 @@ struct NativeAPI: Sendable {
 
     /// `query=4` (the default), `6`, or `4,6` (in either order).
     static func families(_ value: Substring?) throws -> AddressFamilies {
-        guard let value else { return .ipv4 }
-        var families: AddressFamilies = []
-        for part in value.split(separator: ",", omittingEmptySubsequences: false) {
-            switch part {
-            case "4": families.insert(.ipv4)
-            case "6": families.insert(.ipv6)
-            default: throw ServiceError.invalidQuery(String(value))
-            }
-        }
-        guard !families.isEmpty else { throw ServiceError.invalidQuery(String(value)) }
+        guard let families = AddressFamilies(nativeQuery: value) else { throw ServiceError.invalidQuery(String(value ?? "")) }
         return families
     }
 }

@@ -29,11 +29,6 @@ struct Reply: Sendable {
         }
     }
 
-    /// A JSON body with the given `Cache-Control` max-age.
-    static func json(_ value: JSON, maxAge: UInt32) -> Reply {
-        Reply(contentType: "application/json", cacheControl: .maxAge(maxAge), body: ByteBuffer(string: value.text))
-    }
-
     /// Every field of the reply but `Content-Length`.
     var headers: HTTPFields {
         var fields = otherFields

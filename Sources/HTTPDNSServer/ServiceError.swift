@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -7,7 +8,7 @@ import NIOCore
 /// stable (WIRE-FORMATS.md §1), plus optional headers such as `Retry-After`.
 struct ServiceError: HTTPResponseError {
     let status: HTTPResponse.Status
-    let code: String
+    let code: NativeErrorCode
     let message: String
     var headers: HTTPFields = [:]
     /// The bounded reason counted in `httpdns_server_rejected_total` (`nil` for upstream failures).
@@ -19,27 +20,27 @@ struct ServiceError: HTTPResponseError {
 
     /// The error as it is sent: its status and headers, and `{"code": …, "message": …}`, never cached.
     var reply: Reply {
-        let body = JSON.object([("code", .string(code)), ("message", .string(message))]).text
+        let body = NativeErrorBody(code: code, message: message).jsonText
         return Reply(status: status, contentType: "application/json", cacheControl: .noStore, otherFields: headers, body: ByteBuffer(string: body))
     }
 
     static func missingArgument(_ name: String) -> ServiceError {
         ServiceError(
             status: .badRequest,
-            code: "MissingArgument",
+            code: .missingArgument,
             message: "the '\(name)' parameter is required",
             rejectionReason: "missing_argument"
         )
     }
 
     static func invalidHost(_ message: String) -> ServiceError {
-        ServiceError(status: .badRequest, code: "InvalidHost", message: message, rejectionReason: "invalid_host")
+        ServiceError(status: .badRequest, code: .invalidHost, message: message, rejectionReason: "invalid_host")
     }
 
     static func invalidQuery(_ value: String) -> ServiceError {
         ServiceError(
             status: .badRequest,
-            code: "InvalidQuery",
+            code: .invalidQuery,
             message: "query must be 4, 6 or 4,6; got '\(value)'",
             rejectionReason: "invalid_query"
         )
@@ -48,7 +49,7 @@ struct ServiceError: HTTPResponseError {
     static func tooManyHosts(_ count: Int, max: Int) -> ServiceError {
         ServiceError(
             status: .badRequest,
-            code: "TooManyHosts",
+            code: .tooManyHosts,
             message: "\(count) hosts asked; at most \(max) per request",
             rejectionReason: "too_many_hosts"
         )
@@ -57,7 +58,7 @@ struct ServiceError: HTTPResponseError {
     static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: String) -> ServiceError {
         ServiceError(
             status: .methodNotAllowed,
-            code: "MethodNotAllowed",
+            code: .methodNotAllowed,
             message: "\(method) is not allowed here; use \(allowed)",
             headers: [.allow: allowed],
             rejectionReason: "method_not_allowed"
@@ -67,13 +68,13 @@ struct ServiceError: HTTPResponseError {
     static func upstreamUnavailable(_ message: String, retryAfterSeconds: Int) -> ServiceError {
         ServiceError(
             status: .serviceUnavailable,
-            code: "UpstreamUnavailable",
+            code: .upstreamUnavailable,
             message: message,
             headers: [.retryAfter: String(retryAfterSeconds)]
         )
     }
 
-    static func forbidden(_ code: String, _ message: String) -> ServiceError {
+    static func forbidden(_ code: NativeErrorCode, _ message: String) -> ServiceError {
         ServiceError(status: .forbidden, code: code, message: message, rejectionReason: "auth")
     }
 }

@@ -58,7 +58,7 @@ struct Admission: Sendable {
         if let target, target.utf8.count > maxURLLength {
             throw ServiceError(
                 status: .uriTooLong,
-                code: "URLTooLong",
+                code: .urlTooLong,
                 message: "the request target is \(target.utf8.count) bytes; at most \(maxURLLength) are accepted",
                 rejectionReason: "url_too_long"
             )
@@ -67,7 +67,7 @@ struct Admission: Sendable {
             let seconds = max(1, Int(wait.rounded(.up)))
             throw ServiceError(
                 status: .tooManyRequests,
-                code: "RateLimited",
+                code: .rateLimited,
                 message: "too many requests from this address; retry in \(seconds) s",
                 headers: [.retryAfter: String(seconds)],
                 rejectionReason: "rate_limited"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSWire
 
 /// `httpdns resolve HOST`: one lookup, printed for people or as JSON.
 struct ResolveCommand: AsyncParsableCommand {
@@ -76,7 +77,7 @@ struct ResolveCommand: AsyncParsableCommand {
         case .system:
             resolutionSource = SystemSource()
         }
-        let cache = ResolverCache(source: resolutionSource)
+        let cache = try ResolverCache(source: resolutionSource)
         let stopwatch = Stopwatch()
         let result: Result<Resolution, ResolutionError>
         do {

@@ -82,7 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-        let cache = ResolverCache(source: source, configuration: cacheConfiguration, logger: logger)
+        let cache = try ResolverCache(source: source, configuration: cacheConfiguration, logger: logger)
         let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, registry: registry)
         logger.info(
             "starting",

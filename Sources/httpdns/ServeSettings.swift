@@ -1,6 +1,7 @@
 import Foundation
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSWire
 import HTTPDNSServer
 
 /// The settings of `httpdns serve`, from a JSON file, `HTTPDNS_…` environment variables and flags, in rising

@@ -3,7 +3,7 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct ResolverCacheCachedResolutionTests {
     @Test func aMissReturnsNilAndAsksNobody() throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         #expect(try f.cache.cachedResolution(host("www.example")) == nil)
         #expect(f.source.queryCount("www.example") == 0)
@@ -12,7 +12,7 @@ import Testing
     }
 
     @Test func aFreshEntryIsAnsweredWithoutWaiting() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
         _ = try await f.cache.resolve(host("www.example"))
         f.clock.advance(seconds: 10)
@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func aFreshNegativeAnswerIsThrown() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.scriptNegative("nx.example", .nameNotFound)
         _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("nx.example")) }
         let error = #expect(throws: ResolutionError.self) { try f.cache.cachedResolution(host("nx.example")) }
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func anExpiredEntryReturnsNilSoTheCallerResolves() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(host("www.example"), families: .ipv4)
         f.clock.advance(seconds: 61)

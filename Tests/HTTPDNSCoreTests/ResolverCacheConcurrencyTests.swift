@@ -8,7 +8,7 @@ import Testing
 
     @Test(arguments: [2, 10, 50])
     func concurrentMissesShareOneUpstreamQuery(callers: Int) async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
         f.source.hold("www.example")
 
@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func coalescedCallersShareAFailure() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.fail("www.example", with: .timeout)
         f.source.hold("www.example")
         await withTaskGroup(of: ResolutionError.Code?.self) { group in
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func concurrentCallersOfAnExpiredEntryShareTheFailedRefreshAndGetTheStaleAnswer() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.refreshAheadFraction = 0; $0.staleAnswerTTLSeconds = 9
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func differentFamilySetsAreDifferentFlights() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
         f.source.hold("www.example")
         try await withThrowingTaskGroup(of: Resolution.self) { group in
@@ -116,7 +116,7 @@ import Testing
     /// At the bound, a name with an expired entry is answered stale rather than refused: an overloaded
     /// upstream is what serve-stale is for.
     @Test func atTheBoundAnExpiredNameIsAnsweredStale() async throws {
-        let f = CacheFixture { $0.maxPendingQueries = 1; $0.refreshAheadFraction = 0 }
+        let f = try CacheFixture { $0.maxPendingQueries = 1; $0.refreshAheadFraction = 0 }
         f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ttl: 60)
         _ = try await f.cache.resolve(host("b.example"), families: .ipv4)
@@ -136,7 +136,7 @@ import Testing
     }
 
     @Test func pastTheBoundOfPendingQueriesANewNameFailsAtOnce() async throws {
-        let f = CacheFixture { $0.maxPendingQueries = 2 }
+        let f = try CacheFixture { $0.maxPendingQueries = 2 }
         for (index, name) in ["a.example", "b.example", "c.example"].enumerated() {
             f.source.script(name, ipv4: ["192.0.2.\(index + 1)"], ttl: 60)
         }
@@ -179,7 +179,7 @@ import Testing
     // MARK: Cancellation
 
     @Test func cancelledWaiterGetsCancellationErrorAndTheQueryStillFillsTheCache() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         f.source.hold("www.example")
 
@@ -205,7 +205,7 @@ import Testing
     }
 
     @Test func cancelledSoleWaiterLeavesTheQueryToFillTheCache() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         f.source.hold("www.example")
 
@@ -224,7 +224,7 @@ import Testing
     }
 
     @Test func anAlreadyCancelledCallerDoesNotStartAQuery() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         let result = await Task {
             withUnsafeCurrentTask { $0?.cancel() }

@@ -14,7 +14,7 @@ import Testing
     @Test func countersFollowTheLookups() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let f = CacheFixture {
+            let f = try CacheFixture {
                 $0.maxEntries = 2
                 $0.maxPendingQueries = 1
                 $0.refreshAheadFraction = 0
@@ -100,7 +100,7 @@ import Testing
     @Test func aCancelledJoinerIsCountedAsCoalescedLikeInTheStats() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let f = CacheFixture()
+            let f = try CacheFixture()
             f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
             f.source.hold("a.example")
             let leader = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
@@ -124,7 +124,7 @@ import Testing
     @Test func upstreamQueriesAreCountedAndTimedBySourceAndOutcome() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let f = CacheFixture()
+            let f = try CacheFixture()
             f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
             f.source.scriptNegative("nx.example", .nameNotFound)
             f.source.scriptNegative("nodata.example", .noData)
@@ -154,7 +154,7 @@ import Testing
     @Test func durationIsRealElapsedTimeNotTheCacheClock() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let f = CacheFixture()
+            let f = try CacheFixture()
             f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
             f.source.hold("a.example")
             let started = ContinuousClock.now
@@ -176,7 +176,7 @@ import Testing
         let metrics = TestMetrics()
         let names = ["a.example", "nx.example", "down.example", "held.example", "other.example"]
         try await withMetricsFactory(metrics) {
-            let f = CacheFixture {
+            let f = try CacheFixture {
                 $0.maxEntries = 1; $0.maxPendingQueries = 1
             }
             f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)

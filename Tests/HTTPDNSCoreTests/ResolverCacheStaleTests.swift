@@ -5,8 +5,8 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct ResolverCacheStaleTests {
     let name = host("www.example")
 
-    private func staleFixture(maxStaleSeconds: UInt32 = 300) -> CacheFixture {
-        CacheFixture {
+    private func staleFixture(maxStaleSeconds: UInt32 = 300) throws -> CacheFixture {
+        try CacheFixture {
             $0.staleAnswerTTLSeconds = 7
             $0.maxStaleSeconds = maxStaleSeconds
             $0.staleRefreshRetrySeconds = 30
@@ -19,7 +19,7 @@ import Testing
     /// RFC 8767's client response timer: a refresh that takes too long does not hold the caller, who gets the
     /// stale answer; the refresh goes on and, once answered, fills the cache.
     @Test func aSlowRefreshAnswersTheCallerStaleAndStillFillsTheCache() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.staleAnswerTTLSeconds = 7
             $0.refreshAheadFraction = 0
             $0.staleAnswerClientTimeoutMs = 20
@@ -48,7 +48,7 @@ import Testing
 
     /// Without an expired entry to fall back on, a caller waits for the upstream however long it takes.
     @Test func theTimerNeverAnswersACallerWithNothingStale() async throws {
-        let f = CacheFixture { $0.staleAnswerClientTimeoutMs = 1 }
+        let f = try CacheFixture { $0.staleAnswerClientTimeoutMs = 1 }
         f.source.hold("www.example")
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         let caller = Task { try await f.cache.resolve(name, families: .ipv4) }
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func failedRefreshServesStaleThenRetriesThenGivesUp() async throws {
-        let f = staleFixture()
+        let f = try staleFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
         _ = try await f.cache.resolve(name)  // t = 0, expires at 60
         f.source.fail("www.example", with: .serverFailure)
@@ -117,7 +117,7 @@ import Testing
     }
 
     @Test func maxStaleSecondsZeroDisablesServeStale() async throws {
-        let f = staleFixture(maxStaleSeconds: 0)
+        let f = try staleFixture(maxStaleSeconds: 0)
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.source.fail("www.example", with: .timeout)
@@ -132,7 +132,7 @@ import Testing
     }
 
     @Test func successfulRefreshEndsStaleness() async throws {
-        let f = staleFixture()
+        let f = try staleFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.source.fail("www.example", with: .refused)
@@ -165,7 +165,7 @@ import Testing
     }
 
     @Test func aNegativeAnswerAfterExpiryIsNotOverriddenByTheStaleEntry() async throws {
-        let f = staleFixture()
+        let f = try staleFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)
         // NXDOMAIN is an answer, not a failure to get one: serve-stale does not apply.
@@ -176,7 +176,7 @@ import Testing
     }
 
     @Test func noStaleAnswerForANameNeverResolved() async throws {
-        let f = staleFixture()
+        let f = try staleFixture()
         f.source.fail("www.example", with: .serverUnreachable)
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         #expect(error?.code == .serverUnreachable)
@@ -184,12 +184,12 @@ import Testing
 
     // MARK: Refresh-ahead
 
-    private func refreshFixture(fraction: Double = 0.2) -> CacheFixture {
-        CacheFixture { $0.refreshAheadFraction = fraction }
+    private func refreshFixture(fraction: Double = 0.2) throws -> CacheFixture {
+        try CacheFixture { $0.refreshAheadFraction = fraction }
     }
 
     @Test func hitLateInTheTTLAnswersAtOnceAndRefreshesInTheBackground() async throws {
-        let f = refreshFixture()
+        let f = try refreshFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 100)
         _ = try await f.cache.resolve(name, families: .ipv4)  // t = 0; refresh from t = 80
 
@@ -229,7 +229,7 @@ import Testing
     }
 
     @Test func noRefreshAheadEarlyInTheTTL() async throws {
-        let f = refreshFixture()
+        let f = try refreshFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 100)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.clock.advance(seconds: 79.5)
@@ -241,7 +241,7 @@ import Testing
     }
 
     @Test func refreshAheadFractionZeroDisablesIt() async throws {
-        let f = refreshFixture(fraction: 0)
+        let f = try refreshFixture(fraction: 0)
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 100)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.clock.advance(seconds: 99.5)
@@ -253,7 +253,7 @@ import Testing
     }
 
     @Test func negativeEntriesAreNotRefreshedAhead() async throws {
-        let f = refreshFixture(fraction: 0.5)
+        let f = try refreshFixture(fraction: 0.5)
         f.source.scriptNegative("www.example", .nameNotFound, ttl: 100)
         _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         f.clock.advance(seconds: 90)
@@ -263,7 +263,7 @@ import Testing
     }
 
     @Test func failedRefreshAheadLeavesTheFreshEntry() async throws {
-        let f = refreshFixture()
+        let f = try refreshFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 100)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.source.fail("www.example", with: .timeout)

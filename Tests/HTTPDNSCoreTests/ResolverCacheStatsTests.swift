@@ -4,7 +4,7 @@ import Testing
 /// flush, flushAll, preResolve and the stats snapshot.
 @Suite(.timeLimit(.minutes(1))) struct ResolverCacheStatsTests {
     @Test func flushForgetsOneHost() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 600)
         _ = try await f.cache.resolve(host("a.example"))
@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func flushOfANegativeEntry() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.scriptNegative("gone.example", .nameNotFound, ttl: 300)
         _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("gone.example")) }
         f.source.script("gone.example", ipv4: ["192.0.2.9"], ipv6: [], ttl: 60)
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func flushAllForgetsEverything() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 600)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ttl: 600)
         _ = try await f.cache.resolve(host("a.example"), families: .ipv4)
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func aQueryInFlightDuringFlushAllIsStillStored() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 600)
         f.source.hold("a.example")
         let caller = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
@@ -61,14 +61,14 @@ import Testing
     }
 
     @Test func preResolveFillsTheCacheAndReturnsTheFailures() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 600)
         f.source.scriptNegative("nx.example", .nameNotFound)
         f.source.fail("down.example", with: .timeout)
         f.source.fail("refused.example", with: .refused)
 
-        let failures = await f.cache.preResolve(
+        let failures = try await f.cache.preResolve(
             ["a.example", "b.example", "nx.example", "down.example", "refused.example"].map(host)
         )
         // Negative answers are answers: only failures to get one are reported.
@@ -89,19 +89,19 @@ import Testing
     /// A list longer than the pending-query bound still resolves completely: preResolve keeps at most
     /// `concurrency` lookups going, so none is refused with tooManyPendingQueries.
     @Test func preResolveOfALongListStaysWithinThePendingBound() async throws {
-        let f = CacheFixture { $0.maxPendingQueries = 4 }
+        let f = try CacheFixture { $0.maxPendingQueries = 4 }
         let names = (0..<50).map { "n\($0).example" }
         for name in names { f.source.script(name, ipv4: ["192.0.2.1"], ttl: 600) }
-        let failures = await f.cache.preResolve(names.map(host), concurrency: 4)
+        let failures = try await f.cache.preResolve(names.map(host), concurrency: 4)
         #expect(failures.isEmpty, "\(failures)")
         #expect(f.cache.stats.entries == 50)
         #expect(f.cache.stats.rejectedLookups == 0)
     }
 
     @Test func preResolveUsesTheFamiliesGiven() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
-        let failures = await f.cache.preResolve([host("a.example")], families: .ipv6)
+        let failures = try await f.cache.preResolve([host("a.example")], families: .ipv6)
         #expect(failures.isEmpty)
         #expect(f.source.queryCount("a.example", families: .ipv6) == 1)
         #expect(try await f.cache.resolve(host("a.example"), families: .ipv6).cached == true)
@@ -109,7 +109,7 @@ import Testing
     }
 
     @Test func statsSnapshotCountsEveryKindOfLookup() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.maxEntries = 3
             $0.refreshAheadFraction = 0
             $0.negativeTTLSeconds = 600
@@ -184,7 +184,7 @@ import Testing
 
     @Test func upstreamOutcomesAreKeyedBySourceName() async throws {
         let source = ScriptedSource(name: "primary")
-        let cache = ResolverCache(source: source, clock: ManualMonotonicClock())
+        let cache = try ResolverCache(source: source, clock: ManualMonotonicClock())
         source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await cache.resolve(host("a.example"), families: .ipv4)
         let key = ResolverStats.UpstreamOutcome(source: "primary", outcome: "success")

@@ -8,7 +8,7 @@ import Testing
     // MARK: TTL
 
     @Test func freshHitWithinTTLAndMissAfterExpiry() async throws {
-        let f = CacheFixture { $0.refreshAheadFraction = 0 }
+        let f = try CacheFixture { $0.refreshAheadFraction = 0 }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
 
         let first = try await f.cache.resolve(name)
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func familiesAreCachedPerFamily() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 60)
 
         let a = try await f.cache.resolve(name, families: .ipv4)
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func ttlOfAnAnswerIsTheSmallestOfItsFamilies() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script(
             "www.example",
             ipv4: .addresses([v4("192.0.2.1")], ttlSeconds: 300),
@@ -88,7 +88,7 @@ import Testing
     }
 
     @Test func minTTLClampsSmallTTLs() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.minTTLSeconds = 10; $0.refreshAheadFraction = 0
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 0)
@@ -110,7 +110,7 @@ import Testing
     }
 
     @Test func maxTTLClampsLargeTTLs() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.maxTTLSeconds = 120; $0.refreshAheadFraction = 0
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 86_400)
@@ -126,7 +126,7 @@ import Testing
     }
 
     @Test func ttlWithinTheClampsIsKept() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.minTTLSeconds = 10; $0.maxTTLSeconds = 120
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 77)
@@ -138,7 +138,7 @@ import Testing
     // MARK: Negative caching
 
     @Test func nxdomainIsCachedForTheDefaultNegativeTTL() async throws {
-        let f = CacheFixture { $0.negativeTTLSeconds = 30 }
+        let f = try CacheFixture { $0.negativeTTLSeconds = 30 }
         f.source.scriptNegative("www.example", .nameNotFound)
 
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
@@ -162,7 +162,7 @@ import Testing
     }
 
     @Test func noDataIsCachedAsNoAddress() async throws {
-        let f = CacheFixture { $0.negativeTTLSeconds = 45 }
+        let f = try CacheFixture { $0.negativeTTLSeconds = 45 }
         f.source.scriptNegative("www.example", .noData)
 
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name, families: .ipv6) }
@@ -182,7 +182,7 @@ import Testing
     }
 
     @Test func negativeTTLFromTheSourceIsUsed() async throws {
-        let f = CacheFixture { $0.negativeTTLSeconds = 30 }
+        let f = try CacheFixture { $0.negativeTTLSeconds = 30 }
         f.source.scriptNegative("www.example", .nameNotFound, ttl: 120)
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         #expect(error?.ttlSeconds == 120)
@@ -197,7 +197,7 @@ import Testing
         (UInt32?.some(3_600), UInt32(200)),
     ])
     func negativeTTLIsClamped(sourceTTL: UInt32?, expected: UInt32) async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.negativeTTLSeconds = 30
             $0.minNegativeTTLSeconds = 10
             $0.maxNegativeTTLSeconds = 200
@@ -217,7 +217,7 @@ import Testing
     }
 
     @Test func defaultNegativeTTLIsClampedToo() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.negativeTTLSeconds = 1_000
             $0.maxNegativeTTLSeconds = 300
         }
@@ -227,7 +227,7 @@ import Testing
     }
 
     @Test func oneNegativeFamilyGivesTheAddressesOfTheOther() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script(
             "v4only.example",
             ipv4: .addresses([v4("192.0.2.7")], ttlSeconds: 60),
@@ -257,7 +257,7 @@ import Testing
     }
 
     @Test func nameNotFoundWinsOverNoData() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script(
             "www.example",
             ipv4: .negative(.noData, ttlSeconds: 60),
@@ -268,7 +268,7 @@ import Testing
     }
 
     @Test func upstreamFailuresAreNotCached() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.fail("www.example", with: .timeout)
         let first = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         #expect(first?.code == .timeout)
@@ -280,7 +280,7 @@ import Testing
     }
 
     @Test func anAnswerMissingAFamilyIsMalformed() async throws {
-        let f = CacheFixture()
+        let f = try CacheFixture()
         f.source.script("www.example", ipv4: .addresses([v4("192.0.2.1")], ttlSeconds: 60), ipv6: nil)
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         #expect(error?.code == .malformedAnswer)
@@ -289,7 +289,7 @@ import Testing
     // MARK: Size bound
 
     @Test func leastRecentlyUsedEntryIsEvicted() async throws {
-        let f = CacheFixture {
+        let f = try CacheFixture {
             $0.maxEntries = 2; $0.refreshAheadFraction = 0
         }
         for (index, name) in ["a.example", "b.example", "c.example"].enumerated() {
@@ -320,7 +320,7 @@ import Testing
     }
 
     @Test func everyNameIsOneEntryWhateverItsFamilies() async throws {
-        let f = CacheFixture { $0.maxEntries = 2 }
+        let f = try CacheFixture { $0.maxEntries = 2 }
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 600)
         f.source.script("c.example", ipv4: ["192.0.2.3"], ttl: 600)
@@ -339,7 +339,7 @@ import Testing
     }
 
     @Test func aCacheOfOneEntryStillAnswersAnAPlusAAAALookup() async throws {
-        let f = CacheFixture { $0.maxEntries = 1 }
+        let f = try CacheFixture { $0.maxEntries = 1 }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)
         f.source.script("other.example", ipv4: ["192.0.2.2"], ipv6: ["2001:db8::2"], ttl: 600)
         let answer = try await f.cache.resolve(name)
@@ -364,7 +364,7 @@ import Testing
     func expiryFollowsTheInjectedClockOnly(start: UInt64) async throws {
         let source = ScriptedSource()
         let clock = ManualMonotonicClock(nanoseconds: start)
-        let cache = ResolverCache(source: source, configuration: configuration { $0.refreshAheadFraction = 0 }, clock: clock)
+        let cache = try ResolverCache(source: source, configuration: configuration { $0.refreshAheadFraction = 0 }, clock: clock)
         source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
 
         _ = try await cache.resolve(name, families: .ipv4)

@@ -35,10 +35,10 @@ struct CacheFixture {
     let clock: ManualMonotonicClock
     let cache: ResolverCache
 
-    init(_ change: (inout ResolverCache.Configuration) -> Void = { _ in }) {
+    init(_ change: (inout ResolverCache.Configuration) -> Void = { _ in }) throws {
         source = ScriptedSource()
         clock = ManualMonotonicClock()
-        cache = ResolverCache(source: source, configuration: configuration(change), clock: clock)
+        cache = try ResolverCache(source: source, configuration: configuration(change), clock: clock)
     }
 }
 

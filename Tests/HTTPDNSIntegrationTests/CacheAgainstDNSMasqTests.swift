@@ -8,7 +8,7 @@ struct CacheAgainstDNSMasqTests {
     func secondLookupIsCached() async throws {
         try await withDNSMasq(records: TestRecords.lines) { server in
             let source = try CAresSource(configuration: .init(servers: [server.address]))
-            let cache = ResolverCache(source: source)
+            let cache = try ResolverCache(source: source)
             let first = try await cache.resolve(HostName("dual.test"))
             let second = try await cache.resolve(HostName("dual.test"))
             #expect(!first.cached)
@@ -24,7 +24,7 @@ struct CacheAgainstDNSMasqTests {
     func negativeIsCached() async throws {
         try await withDNSMasq(records: TestRecords.lines) { server in
             let source = try CAresSource(configuration: .init(servers: [server.address]))
-            let cache = ResolverCache(source: source)
+            let cache = try ResolverCache(source: source)
             for _ in 0..<3 {
                 let error = await #expect(throws: ResolutionError.self) {
                     try await cache.resolve(HostName("nowhere.test"), families: .ipv4)
@@ -42,7 +42,7 @@ struct CacheAgainstDNSMasqTests {
     func tenThousandCallersOneQuery() async throws {
         try await withDNSMasq(records: TestRecords.lines) { server in
             let source = try CAresSource(configuration: .init(servers: [server.address]))
-            let cache = ResolverCache(source: source)
+            let cache = try ResolverCache(source: source)
             let host = try HostName("cold.test")
             let answers = try await withThrowingTaskGroup(of: Resolution.self) { group in
                 for _ in 0..<10_000 {

@@ -31,8 +31,8 @@ import Testing
     /// Every request twice (a miss through the router, then a hit), through the router alone and through the
     /// whole service on a loopback port; the hits must match byte for byte.
     @Test func hitsGetTheRoutersBytes() async throws {
-        let viaRouter = ServiceFixture(NativeAPITests.dual)
-        let viaEventLoop = ServiceFixture(NativeAPITests.dual)
+        let viaRouter = try ServiceFixture(NativeAPITests.dual)
+        let viaEventLoop = try ServiceFixture(NativeAPITests.dual)
         let expected = ResponseLog()
         try await viaRouter.test { client in
             for uri in Self.requests {
@@ -59,7 +59,7 @@ import Testing
     }
 
     @Test func aHitIsAnsweredWithoutTheRouter() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         let responder = f.service.cacheHitResponder(logger: Logger(label: "httpdns.test"))
         let channel = try Self.channel()
         #expect(responder.reply(toGET: "/d?host=api.example.test", channel: channel) == nil, "a miss is the router's")
@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test func whatTheRouterMustAnswerIsHandedOn() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         let responder = f.service.cacheHitResponder(logger: Logger(label: "httpdns.test"))
         let channel = try Self.channel()
@@ -94,7 +94,7 @@ import Testing
     }
 
     @Test func hitsTakeTokensFromTheSameBuckets() async throws {
-        let f = ServiceFixture(NativeAPITests.dual) {
+        let f = try ServiceFixture(NativeAPITests.dual) {
             $0.rateLimitPerSecond = 0.5
             $0.rateLimitBurst = 2
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSWire
 import HTTPDNSServer
 import HTTPTypes
 import Hummingbird
@@ -11,7 +12,7 @@ import Testing
 @Suite struct DoHAPITests {
     /// A query as DoH clients send it: ID 0, RD, one question.
     static func query(_ name: String, type: UInt16) -> [UInt8] {
-        DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: name, type: type)]).encoded()
+        DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: name, type: DNSRecordType(rawValue: type))]).encoded()
     }
 
     static func base64URL(_ bytes: [UInt8]) -> String {
@@ -52,7 +53,7 @@ import Testing
     }
 
     @Test func getAnswersAWithTheIDAndCountingDownTTL() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             let uri = "/dns-query?dns=\(Self.base64URL(Self.query("api.example.test", type: 1)))"
             _ = try await client.execute(uri: uri, method: .get)
@@ -75,7 +76,7 @@ import Testing
     }
 
     @Test func postAnswersAAAA() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             let response = try await client.execute(
                 uri: "/dns-query",
@@ -91,7 +92,7 @@ import Testing
     }
 
     @Test func nxdomainAndNoDataAndUpstreamFailure() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             func ask(_ name: String, _ type: UInt16) async throws -> (TestResponse, Decoded) {
                 let response = try await client.execute(uri: "/dns-query?dns=\(Self.base64URL(Self.query(name, type: type)))", method: .get)
@@ -112,7 +113,7 @@ import Testing
 
     /// An expired NXDOMAIN served stale (the upstream failing) is still NXDOMAIN, with the stale TTL.
     @Test func aStaleNXDOMAINStaysNXDOMAIN() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             let uri = "/dns-query?dns=\(Self.base64URL(Self.query("missing.example.test", type: 1)))"
             _ = try await client.execute(uri: uri, method: .get)
@@ -127,7 +128,7 @@ import Testing
     }
 
     @Test func otherTypesAreNotImplementedAndOddNamesRefused() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             for (name, type, rcode): (String, UInt16, UInt16) in [
                 ("api.example.test", 15, 4), ("api.example.test", 16, 4), ("_dmarc.example.test", 1, 5),
@@ -141,7 +142,7 @@ import Testing
     }
 
     @Test func aQueryWithoutExactlyOneQuestionIsFORMERR() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             let two = DNSMessage(id: 7, questions: [.init(name: "api.example.test", type: 1), .init(name: "v4.example.test", type: 1)])
             let none = DNSMessage(id: 8, questions: [])
@@ -157,7 +158,7 @@ import Testing
     }
 
     @Test func badRequestsGetTheirStatus() async throws {
-        let f = ServiceFixture(NativeAPITests.dual) { $0.maxDNSMessageBytes = 100 }
+        let f = try ServiceFixture(NativeAPITests.dual) { $0.maxDNSMessageBytes = 100 }
         try await f.test { client in
             func code(_ response: TestResponse) -> String? {
                 (try? JSONSerialization.jsonObject(with: Data(response.text.utf8)) as? [String: Any])?["code"] as? String
@@ -193,7 +194,7 @@ import Testing
     }
 
     @Test func jsonDNSFollowsThePublicSchema() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             let response = try await client.execute(uri: "/dns-query?name=api.example.test&type=A", method: .get)
             #expect(response.status == .ok)
@@ -213,7 +214,7 @@ import Testing
     }
 
     @Test func metricsHealthAndReadiness() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.test { client in
             _ = try await client.execute(uri: "/d?host=api.example.test", method: .get)
             _ = try await client.execute(uri: "/d?host=bad_name", method: .get)

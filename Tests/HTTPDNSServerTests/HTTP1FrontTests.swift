@@ -16,7 +16,7 @@ import Testing
     static let miss = "GET /d?host=v4.example.test HTTP/1.1\r\nHost: x\r\n\r\n"
 
     @Test func aHitIsOneResponseWrittenAtTheFront() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         let channel = try f.http1Channel()
         try channel.send(Self.hit)
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func whatTheRouterMustAnswerIsHandedOn() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         // Each on a connection of its own: nothing may follow a request that closes its connection.
         for request in [
@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func aHitBehindAPendingRequestWaitsItsTurn() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         let channel = try f.http1Channel()
         try channel.send(Self.miss + Self.hit)
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func aResponseToHEADGoesOutWithoutItsBody() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         let channel = try f.http1Channel()
         try channel.send("HEAD /d?host=api.example.test HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -100,7 +100,7 @@ import Testing
     }
 
     @Test func theEndOfInputStillReachesTheRoutersSide() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         let channel = try f.http1Channel()
         let recorder = EventRecorder()
@@ -115,7 +115,7 @@ import Testing
     }
 
     @Test func anIdleConnectionClosesAndActivityKeepsItOpen() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")
         let channel = try f.http1Channel(idleTimeout: .seconds(60))
         channel.embeddedEventLoop.advanceTime(by: .seconds(50))
@@ -128,7 +128,7 @@ import Testing
     }
 
     @Test func aRequestBeingAnsweredIsNotIdleness() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         let channel = try f.http1Channel(idleTimeout: .seconds(60))
         try channel.send(Self.miss)
         _ = try channel.handedOn()
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test func gracefulShutdownClosesIdleConnectionsAtOnceAndBusyOnesAfterTheirResponse() async throws {
-        let f = ServiceFixture(NativeAPITests.dual)
+        let f = try ServiceFixture(NativeAPITests.dual)
         let idle = try f.http1Channel()
         idle.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         #expect(!idle.isActive)

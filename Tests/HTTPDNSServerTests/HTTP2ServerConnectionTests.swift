@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import NIOCore
 import NIOHPACK
 import Testing
@@ -13,7 +14,7 @@ import Testing
     static let hitBody = #"{"host":"api.example.test","ips":["192.0.2.10"],"ttl":60,"origin_ttl":60}"#
 
     private func primed(_ configure: (inout HTTPDNSServerConfiguration) -> Void = { _ in }) async throws -> ServiceFixture {
-        let fixture = ServiceFixture(NativeAPITests.dual, configure)
+        let fixture = try ServiceFixture(NativeAPITests.dual, configure)
         try await fixture.prime("api.example.test")
         return fixture
     }
@@ -39,7 +40,7 @@ import Testing
     }
 
     @Test func aMissGoesThroughTheRouterAndTheNextRequestIsAHit() async throws {
-        let fixture = ServiceFixture(NativeAPITests.dual)
+        let fixture = try ServiceFixture(NativeAPITests.dual)
         let client = try await HTTP2TestClient(fixture)
         try await client.start()
         try await client.request(1, "/d?host=v4.example.test")
@@ -268,7 +269,7 @@ import Testing
     // MARK: The connection's life
 
     @Test func pingIsAnswered() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         try await client.send(HTTP2TestClient.frame(.ping, stream: 0, payload: ByteBuffer(bytes: [1, 2, 3, 4, 5, 6, 7, 8])))
         let pong = try await client.next()
@@ -286,7 +287,7 @@ import Testing
     }
 
     @Test func anIdleConnectionGoesAwayAfterTheIdleTimeout() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.idleTimeout = .seconds(60) }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.idleTimeout = .seconds(60) }
         try await client.start()
         await client.channel.testingEventLoop.advanceTime(by: .seconds(59))
         #expect(client.channel.isActive)
@@ -310,7 +311,7 @@ import Testing
     }
 
     @Test func aStreamThatNeverEndsIsResetAtTheDeadline() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.idleTimeout = .seconds(60) }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.idleTimeout = .seconds(60) }
         try await client.start()
         try await client.request(1, "/dns-query", method: "POST", endStream: false)
         await client.channel.testingEventLoop.advanceTime(by: .seconds(61))
@@ -320,7 +321,7 @@ import Testing
     }
 
     @Test func gracefulShutdownTakesWhatIsInFlightThenRefusesAndClosesAfterTheLastStream() async throws {
-        let fixture = ServiceFixture(NativeAPITests.dual)
+        let fixture = try ServiceFixture(NativeAPITests.dual)
         let client = try await HTTP2TestClient(fixture)
         try await client.start()
         let post = [("content-type", "application/dns-message")]
@@ -353,7 +354,7 @@ import Testing
     }
 
     @Test func aDrainingConnectionClosesAtTheIdleTimeoutEvenIfTheClientNeverAnswers() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.idleTimeout = .seconds(60) }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.idleTimeout = .seconds(60) }
         try await client.start()
         try await client.request(1, "/dns-query", method: "POST", endStream: false)
         client.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
@@ -367,7 +368,7 @@ import Testing
     }
 
     @Test func goAwayFromTheClientClosesOnceItsStreamsAreAnswered() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         var payload = ByteBuffer()
         payload.writeMultipleIntegers(UInt32(0), UInt32(0))
@@ -377,7 +378,7 @@ import Testing
     }
 
     @Test func streamsPastTheConcurrencyLimitAreRefused() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.maxConcurrentStreams = 2 }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.maxConcurrentStreams = 2 }
         try await client.start()
         for stream: UInt32 in [1, 3, 5] {
             try await client.request(stream, "/dns-query", method: "POST", endStream: false)
@@ -388,7 +389,7 @@ import Testing
     }
 
     @Test func clientResetsCancelTheStreamAndTooManyEndTheConnection() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.maxGlitches = 3 }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.maxGlitches = 3 }
         try await client.start()
         var cancel = ByteBuffer()
         cancel.writeInteger(HTTP2ErrorCode.cancel.rawValue)
@@ -427,7 +428,7 @@ import Testing
     }
 
     @Test func aBodyThatDisagreesWithContentLengthIsMalformed() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         try await client.request(1, "/dns-query", method: "POST", extra: [("content-length", "10")], endStream: false)
         try await client.data(1, "short")
@@ -503,7 +504,7 @@ import Testing
         ),
     ])
     func protocolViolationsEndTheConnection(_ name: String, _ frame: ByteBuffer, _ code: HTTP2ErrorCode) async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         try await client.send(frame)
         let goAway = try await client.next()
@@ -539,7 +540,7 @@ import Testing
     }
 
     @Test func controlFrameFloodsEndTheConnection() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.maxControlFrames = 3 }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.maxControlFrames = 3 }
         try await client.start()  // its SETTINGS is the first
         var pings = ByteBuffer()
         for _ in 0..<3 { pings.writeImmutableBuffer(HTTP2TestClient.frame(.ping, stream: 0, payload: ByteBuffer(repeating: 1, count: 8))) }
@@ -550,7 +551,7 @@ import Testing
     }
 
     @Test func tooManyContinuationFramesEndTheConnection() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture()) { $0.maxContinuationFrames = 2 }
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.maxContinuationFrames = 2 }
         try await client.start()
         var bytes = HTTP2TestClient.frame(.headers, flags: .endStream, stream: 1, payload: ByteBuffer(bytes: [0x82]))
         for _ in 0..<3 { bytes.writeImmutableBuffer(HTTP2TestClient.frame(.continuation, stream: 1, payload: ByteBuffer(bytes: [0x86]))) }
@@ -559,7 +560,7 @@ import Testing
     }
 
     @Test func trailersWithPseudoHeaderFieldsAreMalformed() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         try await client.request(1, "/dns-query", method: "POST", endStream: false)
         try await client.send(
@@ -582,7 +583,7 @@ import Testing
     }
 
     @Test func anotherFrameInsideAHeaderBlockIsAProtocolError() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         let block = try client.headerBlock(HTTP2TestClient.requestFields("/healthz"))
         try await client.send(HTTP2TestClient.frame(.headers, flags: .endStream, stream: 1, payload: block))
@@ -602,7 +603,7 @@ import Testing
     }
 
     @Test func theClientMustStartWithThePreface() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.send(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
         let frames = try await client.drain()
         #expect(frames.map(\.type) == [.settings, .goAway])
@@ -611,7 +612,7 @@ import Testing
     }
 
     @Test func thePrefaceMustBeFollowedBySettings() async throws {
-        let client = try await HTTP2TestClient(ServiceFixture())
+        let client = try await HTTP2TestClient(try ServiceFixture())
         var bytes = ByteBuffer(bytes: HTTP2Limits.clientPreface)
         bytes.writeImmutableBuffer(HTTP2TestClient.frame(.ping, stream: 0, payload: ByteBuffer(repeating: 0, count: 8)))
         try await client.send(bytes)

@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func singleHostDefaultsToIPv4() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             let response = try await client.execute(uri: "/d?host=api.example.test", method: .get)
             #expect(response.status == .ok)
@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func bothFamiliesAndACountingDownTTL() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             _ = try await client.execute(uri: "/d?host=api.example.test&query=4,6", method: .get)
             f.clock.advance(seconds: 3)
@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func aNameWithoutAddressesIsAnEmptyAnswerWithTheNegativeTTL() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             let missing = try await client.execute(uri: "/d?host=missing.example.test", method: .get)
             #expect(missing.status == .ok)
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func anUpstreamFailureWithNothingCachedIs503() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             let response = try await client.execute(uri: "/d?host=down.example.test", method: .get)
             #expect(response.status == .serviceUnavailable)
@@ -63,7 +63,7 @@ import Testing
     }
 
     @Test func anExpiredAnswerIsServedStaleWhileTheUpstreamFails() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             _ = try await client.execute(uri: "/d?host=api.example.test", method: .get)
             f.source.set("api.example.test", .failure(.timeout))
@@ -86,7 +86,7 @@ import Testing
         ("/resolve?host=a.test,,b.test", .badRequest, "InvalidHost"),
     ])
     func errorRows(uri: String, status: HTTPResponse.Status, code: String) async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             let response = try await client.execute(uri: uri, method: .get)
             #expect(response.status == status)
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func otherMethodsGet405WithTheAllowHeader() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             for (uri, method) in [("/d?host=api.example.test", HTTPRequest.Method.post), ("/resolve?host=a.test", .delete), ("/metrics", .put)] {
                 let response = try await client.execute(uri: uri, method: method)
@@ -110,7 +110,7 @@ import Testing
     /// Each record carries its own family's TTL (v4.example.test: A 120, the missing AAAA 30); Cache-Control
     /// follows the smallest.
     @Test func batchAnswersEveryHostAndFamilyInOrder() async throws {
-        let f = ServiceFixture(Self.dual)
+        let f = try ServiceFixture(Self.dual)
         try await f.test { client in
             let response = try await client.execute(uri: "/resolve?host=api.example.test,v4.example.test&query=4,6", method: .get)
             #expect(response.status == .ok)
@@ -123,7 +123,7 @@ import Testing
     }
 
     @Test func anOverlongURLIs414() async throws {
-        let f = ServiceFixture(Self.dual) { $0.maxURLLength = 64 }
+        let f = try ServiceFixture(Self.dual) { $0.maxURLLength = 64 }
         try await f.test { client in
             let response = try await client.execute(uri: "/d?host=" + String(repeating: "a", count: 60) + ".test", method: .get)
             #expect(response.status == .uriTooLong)
@@ -142,7 +142,7 @@ import Testing
     }
 
     @Test func clientsOverTheirRateGet429WithRetryAfter() async throws {
-        let f = ServiceFixture(Self.dual) {
+        let f = try ServiceFixture(Self.dual) {
             $0.rateLimitPerSecond = 0.5
             $0.rateLimitBurst = 2
         }

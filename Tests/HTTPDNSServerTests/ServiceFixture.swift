@@ -19,12 +19,12 @@ struct ServiceFixture {
         _ replies: [String: StubSource.Reply] = [:],
         unixTime: Int64 = 1_800_000_000,
         _ configure: (inout HTTPDNSServerConfiguration) -> Void = { _ in }
-    ) {
+    ) throws {
         source = StubSource(replies)
         clock = ManualMonotonicClock()
         var cacheConfiguration = ResolverCache.Configuration()
         cacheConfiguration.refreshAheadFraction = 0
-        cache = ResolverCache(source: source, configuration: cacheConfiguration, clock: clock)
+        cache = try ResolverCache(source: source, configuration: cacheConfiguration, clock: clock)
         var configuration = HTTPDNSServerConfiguration()
         configuration.rateLimitPerSecond = 0
         configure(&configuration)

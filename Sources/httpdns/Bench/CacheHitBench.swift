@@ -1,5 +1,6 @@
 import ArgumentParser
 import HTTPDNSCore
+import HTTPDNSWire
 import Metrics
 import Prometheus
 import Synchronization
@@ -38,7 +39,7 @@ struct CacheHitBench: AsyncParsableCommand {
         // Real counters, as a service exporting Prometheus metrics would have: each hit increments one.
         MetricsSystem.bootstrap(PrometheusMetricsFactory())
         let hosts = try (0..<names).map { try HostName("host\($0).bench.example") }
-        let cache = ResolverCache(source: StaticSource())
+        let cache = try ResolverCache(source: StaticSource())
         for host in hosts { _ = try await cache.resolve(host) }
         let baseline = Mutex<[String: [IPv4Address]]>([:])
         for host in hosts { baseline.withLock { $0[host.value] = [IPv4Address(0xC000_0201)] } }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSWire
 import Synchronization
 
 #if canImport(Glibc)
@@ -77,7 +78,7 @@ struct ColdLookupBench: AsyncParsableCommand {
         let source = try CAresSource(configuration: sourceConfiguration)
         var cacheConfiguration = ResolverCache.Configuration()
         cacheConfiguration.maxEntries = max(cacheConfiguration.maxEntries, hosts.count)
-        let cache = ResolverCache(source: source, configuration: cacheConfiguration)
+        let cache = try ResolverCache(source: source, configuration: cacheConfiguration)
         let next = SharedCounter()
         let concurrency = self.concurrency
         let stopwatch = Stopwatch()

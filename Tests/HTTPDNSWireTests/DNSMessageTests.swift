@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import Testing
 
 @Suite struct DNSMessageTests {
@@ -23,9 +24,12 @@ import Testing
         var response = try DNSMessage(parsingQuery: query)
         response.isResponse = true
         response.recursionAvailable = true
+        // dig sets AD in its query (RFC 6840 §5.7); a response claims it only when it validated.
+        #expect(response.authenticData)
+        response.authenticData = false
         response.answers = [
-            .init(address: .v4(IPv4Address("192.0.2.10")!), ttlSeconds: 57),
-            .init(address: .v6(IPv6Address("2001:db8::10")!), ttlSeconds: 30),
+            .init(name: "www.example.com", address: .v4(IPv4Address("192.0.2.10")!), ttlSeconds: 57),
+            .init(name: "www.example.com", address: .v6(IPv6Address("2001:db8::10")!), ttlSeconds: 30),
         ]
         let bytes = response.encoded()
         // Header: id, QR|RD|RA, one question, two answers, and the OPT record answering the query's.

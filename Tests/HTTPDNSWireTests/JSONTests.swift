@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSWire
 import Testing
 
 /// The small JSON writer every JSON answer goes through.

@@ -1,7 +1,27 @@
 /// base64url (RFC 4648 §5) without padding, as RFC 8484 GET requests carry DNS messages.
-enum Base64URL {
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// `bytes` in base64url, without padding.
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in bytes {
+            buffer = buffer << 8 | UInt32(byte)
+            bits += 8
+            while bits >= 6 {
+                bits -= 6
+                text.append(alphabet[Int((buffer >> UInt32(bits)) & 0x3F)])
+            }
+        }
+        if bits > 0 { text.append(alphabet[Int((buffer << UInt32(6 - bits)) & 0x3F)]) }
+        return String(decoding: text, as: UTF8.self)
+    }
+
     /// The decoded bytes, or nil for anything that is not base64url. Padding is tolerated.
-    static func decode(_ text: Substring) -> [UInt8]? {
+    public static func decode(_ text: Substring) -> [UInt8]? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count * 3 / 4)
         var buffer: UInt32 = 0

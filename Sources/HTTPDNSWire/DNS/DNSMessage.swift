@@ -1,0 +1,163 @@
+import HTTPDNSCore
+
+/// A DNS message (RFC 1035 §4): the header, the question, and the answer, authority and additional records.
+///
+/// Records of every type are carried through as raw RDATA (RFC 3597), so a message can be relayed without this
+/// type knowing what its records mean; A and AAAA records can also be read and written as addresses. Names
+/// inside the RDATA of the types RFC 1035 lets a server compress are expanded when a message is parsed, so a
+/// record's ``Record/data`` never points into the message it came from. An EDNS OPT record (RFC 6891) is not
+/// kept among the additional records: ``hasEDNS`` says whether there was one.
+///
+/// Parsing is strict about structure and bounds and says what was wrong (``DNSMessageError``).
+public struct DNSMessage: Sendable, Hashable {
+    /// Response codes (RFC 1035 §4.1.1, RFC 6895).
+    public struct ResponseCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue & 0x0F }
+
+        public static let noError = ResponseCode(rawValue: 0)
+        public static let formatError = ResponseCode(rawValue: 1)
+        public static let serverFailure = ResponseCode(rawValue: 2)
+        public static let nameError = ResponseCode(rawValue: 3)
+        public static let notImplemented = ResponseCode(rawValue: 4)
+        public static let refused = ResponseCode(rawValue: 5)
+
+        public var description: String {
+            switch rawValue {
+            case 0: "NOERROR"
+            case 1: "FORMERR"
+            case 2: "SERVFAIL"
+            case 3: "NXDOMAIN"
+            case 4: "NOTIMP"
+            case 5: "REFUSED"
+            default: "RCODE\(rawValue)"
+            }
+        }
+    }
+
+    /// One entry of the question section.
+    public struct Question: Sendable, Hashable {
+        /// The name asked, as it was written (letters' case kept, no trailing dot); not validated as a host name.
+        public var name: String
+        public var type: DNSRecordType
+        public var recordClass: UInt16
+
+        public init(name: String, type: DNSRecordType, recordClass: UInt16 = 1) {
+            self.name = name
+            self.type = type
+            self.recordClass = recordClass
+        }
+    }
+
+    /// One resource record of any type, its RDATA kept as bytes.
+    public struct Record: Sendable, Hashable {
+        /// The owner name, without a trailing dot (the root is the empty string).
+        public var name: String
+        public var type: DNSRecordType
+        public var recordClass: UInt16
+        public var ttlSeconds: UInt32
+        /// The RDATA in wire format, with any names in it uncompressed.
+        public var data: [UInt8]
+
+        public init(name: String, type: DNSRecordType, recordClass: UInt16 = 1, ttlSeconds: UInt32, data: [UInt8]) {
+            self.name = name
+            self.type = type
+            self.recordClass = recordClass
+            self.ttlSeconds = ttlSeconds
+            self.data = data
+        }
+
+        /// An A or AAAA record for `address`, by its family.
+        public init(name: String, address: IPAddress, ttlSeconds: UInt32) {
+            switch address {
+            case .v4(let v4):
+                let value = v4.value
+                self.init(
+                    name: name,
+                    type: .a,
+                    ttlSeconds: ttlSeconds,
+                    data: [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+                )
+            case .v6(let v6):
+                var data: [UInt8] = []
+                data.reserveCapacity(16)
+                for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8((v6.high >> UInt64(shift)) & 0xFF)) }
+                for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8((v6.low >> UInt64(shift)) & 0xFF)) }
+                self.init(name: name, type: .aaaa, ttlSeconds: ttlSeconds, data: data)
+            }
+        }
+
+        /// The address of an Internet-class A record with 4 bytes of data or AAAA record with 16; nil for any other.
+        public var address: IPAddress? {
+            guard recordClass == 1 else { return nil }
+            if type == .a, data.count == 4 {
+                return .v4(IPv4Address(data.reduce(0) { $0 << 8 | UInt32($1) }))
+            }
+            if type == .aaaa, data.count == 16 {
+                let high = data[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
+                let low = data[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+                return .v6(IPv6Address(high: high, low: low))
+            }
+            return nil
+        }
+    }
+
+    public var id: UInt16
+    /// QR: a response rather than a query.
+    public var isResponse: Bool
+    public var opcode: UInt8
+    /// AA: the answer is authoritative.
+    public var isAuthoritative: Bool = false
+    /// TC: the message was truncated.
+    public var isTruncated: Bool = false
+    /// RD, copied from query to response.
+    public var recursionDesired: Bool
+    /// RA.
+    public var recursionAvailable: Bool
+    /// AD: the answer was authenticated by DNSSEC (RFC 4035).
+    public var authenticData: Bool = false
+    /// CD: DNSSEC checking disabled (RFC 4035).
+    public var checkingDisabled: Bool = false
+    public var responseCode: ResponseCode
+    public var questions: [Question]
+    public var answers: [Record]
+    public var authorities: [Record] = []
+    /// The additional records, without the EDNS OPT record.
+    public var additionals: [Record] = []
+    /// Whether the message carries an EDNS OPT record (RFC 6891). A response to a query with one carries one
+    /// too: a minimal OPT advertising ``ednsPayloadSize``, version 0, no options.
+    public var hasEDNS: Bool = false
+    /// The UDP payload size the OPT record of an encoded message advertises.
+    public static let ednsPayloadSize: UInt16 = 1232
+
+    public init(
+        id: UInt16,
+        isResponse: Bool = false,
+        opcode: UInt8 = 0,
+        recursionDesired: Bool = true,
+        recursionAvailable: Bool = false,
+        responseCode: ResponseCode = .noError,
+        questions: [Question],
+        answers: [Record] = []
+    ) {
+        self.id = id
+        self.isResponse = isResponse
+        self.opcode = opcode
+        self.recursionDesired = recursionDesired
+        self.recursionAvailable = recursionAvailable
+        self.responseCode = responseCode
+        self.questions = questions
+        self.answers = answers
+    }
+}
+
+/// A DNS message that could not be parsed, and why.
+public struct DNSMessageError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let reason: String
+
+    public init(reason: String) {
+        self.reason = reason
+    }
+
+    public var description: String { "malformed DNS message: \(reason)" }
+}

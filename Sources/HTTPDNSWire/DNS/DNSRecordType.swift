@@ -1,0 +1,55 @@
+/// A resource record type (RFC 1035 §3.2.2 and the IANA registry), any 16-bit value, with names for the common ones.
+public struct DNSRecordType: Sendable, Hashable, RawRepresentable, ExpressibleByIntegerLiteral, CustomStringConvertible {
+    public let rawValue: UInt16
+
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(integerLiteral value: UInt16) { self.rawValue = value }
+
+    public static let a: DNSRecordType = 1
+    public static let ns: DNSRecordType = 2
+    public static let cname: DNSRecordType = 5
+    public static let soa: DNSRecordType = 6
+    public static let ptr: DNSRecordType = 12
+    public static let mx: DNSRecordType = 15
+    public static let txt: DNSRecordType = 16
+    public static let aaaa: DNSRecordType = 28
+    public static let srv: DNSRecordType = 33
+    public static let opt: DNSRecordType = 41
+    public static let https: DNSRecordType = 65
+
+    /// The types whose RDATA holds names a server may compress (RFC 3597 §4: the types of RFC 1035), with
+    /// where in the RDATA each name is: the count of fixed bytes before it. `nil` for every other type.
+    var compressedNameLayout: [Layout]? {
+        switch rawValue {
+        case 2, 3, 4, 5, 7, 8, 9, 12: [.name]  // NS, MD, MF, CNAME, MB, MG, MR, PTR
+        case 6: [.name, .name, .bytes(20)]  // SOA: MNAME, RNAME, five 32-bit numbers
+        case 14: [.name, .name]  // MINFO
+        case 15: [.bytes(2), .name]  // MX: preference, exchange
+        default: nil
+        }
+    }
+
+    /// One part of an RDATA layout.
+    enum Layout {
+        case name
+        case bytes(Int)
+    }
+
+    /// The mnemonic (`A`, `AAAA`, `HTTPS`) or `TYPE<n>` (RFC 3597 §5) for the others.
+    public var description: String {
+        switch rawValue {
+        case 1: "A"
+        case 2: "NS"
+        case 5: "CNAME"
+        case 6: "SOA"
+        case 12: "PTR"
+        case 15: "MX"
+        case 16: "TXT"
+        case 28: "AAAA"
+        case 33: "SRV"
+        case 41: "OPT"
+        case 65: "HTTPS"
+        default: "TYPE\(rawValue)"
+        }
+    }
+}

@@ -1,0 +1,295 @@
+/// A parsed JSON value (RFC 8259), for reading what the service and configuration files send: strict, bounded in
+/// depth, and telling booleans, numbers and strings apart.
+///
+/// Object members keep their order; a name given twice is an error rather than a silent choice of one.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The deepest nesting of arrays and objects accepted: far more than any answer needs, and few enough that
+    /// parsing cannot exhaust the stack.
+    public static let maxDepth = 64
+
+    /// Parses one JSON text: a value with nothing but white space around it.
+    /// - Throws: ``JSONParseError`` with the byte offset and what was wrong.
+    public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
+        var parser = JSONParser(Array(bytes))
+        self = try parser.document()
+    }
+
+    /// The kind of value, for error messages: `a string`, `a number`, …
+    public var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+/// A JSON object: its members in the order written, names unique.
+public struct JSONObject: Sendable, Hashable {
+    public private(set) var members: [(name: String, value: JSONValue)]
+    private var index: [String: Int]
+
+    init(members: [(name: String, value: JSONValue)], index: [String: Int]) {
+        self.members = members
+        self.index = index
+    }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.elementsEqual(rhs.members) { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for member in members {
+            hasher.combine(member.name)
+            hasher.combine(member.value)
+        }
+    }
+
+    /// The member named `name`, if there is one.
+    public subscript(name: String) -> JSONValue? {
+        index[name].map { members[$0].value }
+    }
+
+    /// The members' names, in order.
+    public var names: [String] { members.map(\.name) }
+}
+
+/// JSON that could not be parsed: where, and what was wrong.
+public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The byte offset where parsing stopped.
+    public let offset: Int
+    public let reason: String
+
+    public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+}
+
+private struct JSONParser {
+    private let bytes: [UInt8]
+    private var offset = 0
+    private var depth = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func document() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        let value = try value()
+        skipWhitespace()
+        guard offset == bytes.count else { throw error("unexpected \(describe(bytes[offset])) after the value") }
+        return value
+    }
+
+    private func error(_ reason: String) -> JSONParseError { JSONParseError(offset: offset, reason: reason) }
+
+    private func describe(_ byte: UInt8) -> String {
+        (0x21..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
+    }
+
+    private mutating func skipWhitespace() {
+        while offset < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[offset]) { offset += 1 }
+    }
+
+    private mutating func value() throws(JSONParseError) -> JSONValue {
+        guard offset < bytes.count else { throw error("the text ends where a value should be") }
+        switch bytes[offset] {
+        case UInt8(ascii: "{"): return .object(try object())
+        case UInt8(ascii: "["): return .array(try array())
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): return try literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try literal("null", .null)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        default: throw error("unexpected \(describe(bytes[offset])) where a value should be")
+        }
+    }
+
+    private mutating func literal(_ word: StaticString, _ value: JSONValue) throws(JSONParseError) -> JSONValue {
+        let count = word.utf8CodeUnitCount
+        guard offset + count <= bytes.count,
+            bytes[offset..<(offset + count)].elementsEqual(UnsafeBufferPointer(start: word.utf8Start, count: count))
+        else { throw error("expected \(word)") }
+        offset += count
+        return value
+    }
+
+    private mutating func nest() throws(JSONParseError) {
+        depth += 1
+        guard depth <= JSONValue.maxDepth else { throw error("nested deeper than \(JSONValue.maxDepth) levels") }
+    }
+
+    private mutating func object() throws(JSONParseError) -> JSONObject {
+        try nest()
+        offset += 1
+        var members: [(name: String, value: JSONValue)] = []
+        var index: [String: Int] = [:]
+        skipWhitespace()
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
+            offset += 1
+            depth -= 1
+            return JSONObject(members: members, index: index)
+        }
+        while true {
+            skipWhitespace()
+            guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw error("expected a member name in quotes") }
+            let name = try string()
+            guard index[name] == nil else { throw error("the member \"\(name)\" is given twice") }
+            skipWhitespace()
+            guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw error("expected ':' after \"\(name)\"") }
+            offset += 1
+            skipWhitespace()
+            index[name] = members.count
+            members.append((name, try value()))
+            skipWhitespace()
+            guard offset < bytes.count else { throw error("the text ends inside an object") }
+            if bytes[offset] == UInt8(ascii: ",") {
+                offset += 1
+                continue
+            }
+            guard bytes[offset] == UInt8(ascii: "}") else { throw error("expected ',' or '}' in an object, found \(describe(bytes[offset]))") }
+            offset += 1
+            depth -= 1
+            return JSONObject(members: members, index: index)
+        }
+    }
+
+    private mutating func array() throws(JSONParseError) -> [JSONValue] {
+        try nest()
+        offset += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "]") {
+            offset += 1
+            depth -= 1
+            return elements
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try value())
+            skipWhitespace()
+            guard offset < bytes.count else { throw error("the text ends inside an array") }
+            if bytes[offset] == UInt8(ascii: ",") {
+                offset += 1
+                continue
+            }
+            guard bytes[offset] == UInt8(ascii: "]") else { throw error("expected ',' or ']' in an array, found \(describe(bytes[offset]))") }
+            offset += 1
+            depth -= 1
+            return elements
+        }
+    }
+
+    private mutating func string() throws(JSONParseError) -> String {
+        offset += 1
+        var runStart = offset
+        var text = ""
+        func flushRun(_ end: Int) {
+            text += String(decoding: bytes[runStart..<end], as: UTF8.self)
+        }
+        while true {
+            guard offset < bytes.count else { throw error("the text ends inside a string") }
+            let byte = bytes[offset]
+            switch byte {
+            case UInt8(ascii: "\""):
+                flushRun(offset)
+                offset += 1
+                return text
+            case UInt8(ascii: "\\"):
+                flushRun(offset)
+                offset += 1
+                guard offset < bytes.count else { throw error("the text ends inside an escape") }
+                let escaped = bytes[offset]
+                offset += 1
+                switch escaped {
+                case UInt8(ascii: "\""): text += "\""
+                case UInt8(ascii: "\\"): text += "\\"
+                case UInt8(ascii: "/"): text += "/"
+                case UInt8(ascii: "b"): text += "\u{08}"
+                case UInt8(ascii: "f"): text += "\u{0C}"
+                case UInt8(ascii: "n"): text += "\n"
+                case UInt8(ascii: "r"): text += "\r"
+                case UInt8(ascii: "t"): text += "\t"
+                case UInt8(ascii: "u"):
+                    let unit = try hex4()
+                    if (0xD800..<0xDC00).contains(unit) {
+                        guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
+                            throw error("a high surrogate \\u\(String(unit, radix: 16)) without its low half")
+                        }
+                        offset += 2
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw error("a high surrogate followed by \\u\(String(low, radix: 16))") }
+                        text.unicodeScalars.append(Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!)
+                    } else if let scalar = Unicode.Scalar(unit) {
+                        text.unicodeScalars.append(scalar)
+                    } else {
+                        throw error("a lone low surrogate \\u\(String(unit, radix: 16))")
+                    }
+                default:
+                    offset -= 1
+                    throw error("\\\(describe(escaped)) is not an escape")
+                }
+                runStart = offset
+            case 0x00..<0x20:
+                throw error("a control character (0x\(String(byte, radix: 16))) inside a string")
+            default:
+                offset += 1
+            }
+        }
+    }
+
+    private mutating func hex4() throws(JSONParseError) -> UInt32 {
+        guard offset + 4 <= bytes.count else { throw error("the text ends inside a \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[offset]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a")) + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A")) + 10
+            default: throw error("\(describe(byte)) is not a hex digit of a \\u escape")
+            }
+            value = value << 4 | digit
+            offset += 1
+        }
+        return value
+    }
+
+    /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    private mutating func number() throws(JSONParseError) -> Double {
+        let start = offset
+        func digits() -> Int {
+            let first = offset
+            while offset < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[offset]) { offset += 1 }
+            return offset - first
+        }
+        if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+        guard offset < bytes.count else { throw error("a number without digits") }
+        if bytes[offset] == UInt8(ascii: "0") {
+            offset += 1
+        } else {
+            guard digits() > 0 else { throw error("a number without digits") }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
+            offset += 1
+            guard digits() > 0 else { throw error("a number with no digit after its '.'") }
+        }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
+            offset += 1
+            if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+            guard digits() > 0 else { throw error("a number with no digit in its exponent") }
+        }
+        guard let value = Double(String(decoding: bytes[start..<offset], as: UTF8.self)), value.isFinite else {
+            throw JSONParseError(offset: start, reason: "a number too large to hold")
+        }
+        return value
+    }
+}
