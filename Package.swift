@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "HTTPDNSWire", targets: ["HTTPDNSWire"]),
         .library(name: "HTTPDNSCAres", targets: ["HTTPDNSCAres"]),
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
+        .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
     dependencies: [
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // The C API of libc-ares-dev; imported only by HTTPDNSCAres.
@@ -54,6 +56,7 @@ let package = Package(
                 "CAres",
                 "HTTPDNSCore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -73,8 +76,13 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
+        ),
+        // Test support: a manual clock, scripted and static sources, and starters for real peers (dnsmasq, the
+        // service as a process). The benchmarks of `httpdns bench` use its static source too.
+        .target(
+            name: "HTTPDNSTesting",
+            dependencies: ["HTTPDNSCore"]
         ),
         .executableTarget(
             name: "httpdns",
@@ -82,33 +90,37 @@ let package = Package(
                 "HTTPDNSCore",
                 "HTTPDNSCAres",
                 "HTTPDNSServer",
+                "HTTPDNSTesting",
                 "HTTPDNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(
             name: "HTTPDNSCoreTests",
             dependencies: [
                 "HTTPDNSCore",
+                "HTTPDNSTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(
             name: "HTTPDNSWireTests",
-            dependencies: ["HTTPDNSWire", "HTTPDNSCore"]
+            dependencies: ["HTTPDNSWire", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
         .testTarget(
             name: "HTTPDNSCAresTests",
-            dependencies: ["HTTPDNSCAres", "HTTPDNSCore"]
+            dependencies: ["HTTPDNSCAres", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
         .testTarget(
             name: "HTTPDNSServerTests",
             dependencies: [
                 "HTTPDNSServer",
                 "HTTPDNSCore",
+                "HTTPDNSTesting",
                 "HTTPDNSWire",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -126,7 +138,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSIntegrationTests",
-            dependencies: ["HTTPDNSCAres", "HTTPDNSCore"]
+            dependencies: ["HTTPDNSCAres", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -46,24 +44,5 @@ public struct SystemMonotonicClock: MonotonicClock {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC_COARSE, &spec)
         return MonotonicInstant(nanoseconds: UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec))
-    }
-}
-
-/// A clock that moves only when told to: for tests of everything that depends on time.
-public final class ManualMonotonicClock: MonotonicClock {
-    private let current: Mutex<UInt64>
-
-    public init(nanoseconds: UInt64 = 1_000_000_000) {
-        current = Mutex(nanoseconds)
-    }
-
-    public func now() -> MonotonicInstant {
-        MonotonicInstant(nanoseconds: current.withLock { $0 })
-    }
-
-    /// Moves the clock forward.
-    public func advance(seconds: Double) {
-        precondition(seconds >= 0, "a monotonic clock does not go backwards")
-        current.withLock { $0 += UInt64(seconds * 1_000_000_000) }
     }
 }

@@ -5,7 +5,6 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOSSL
-import Prometheus
 
 #if canImport(Glibc)
     import Glibc
@@ -16,8 +15,9 @@ import Prometheus
 public struct HTTPDNSService: Sendable {
     public let configuration: HTTPDNSServerConfiguration
     public let resolver: ResolverCache
-    /// Where `/metrics` reads from; the caller bootstraps swift-metrics with a factory writing to it.
-    public let registry: PrometheusCollectorRegistry
+    /// What `/metrics` serves; nil answers it 404. The service records through swift-metrics only: the executable
+    /// bootstraps a backend and says here how to read it.
+    public let metrics: MetricsEndpoint?
     private let unixTime: @Sendable () -> Int64
     private let native: NativeAPI
     private let doh: DoHAPI
@@ -27,13 +27,13 @@ public struct HTTPDNSService: Sendable {
     public init(
         configuration: HTTPDNSServerConfiguration,
         resolver: ResolverCache,
-        registry: PrometheusCollectorRegistry,
+        metrics: MetricsEndpoint?,
         clock: any MonotonicClock = SystemMonotonicClock(),
         unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) }
     ) {
         self.configuration = configuration
         self.resolver = resolver
-        self.registry = registry
+        self.metrics = metrics
         self.unixTime = unixTime
         native = NativeAPI(resolver: resolver, configuration: configuration)
         doh = DoHAPI(resolver: resolver, configuration: configuration)
@@ -76,20 +76,20 @@ public struct HTTPDNSService: Sendable {
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
         }
         router.get("/readyz") { _, _ in try await ready() }
-        router.get("/metrics") { _, _ in
-            var text: [UInt8] = []
-            registry.emit(into: &text)
-            return Response(
-                status: .ok,
-                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: MetricsExposition.withHelp(text)))
-            )
+        if let metrics {
+            router.get("/metrics") { _, _ in
+                Response(
+                    status: .ok,
+                    headers: [.contentType: metrics.contentType],
+                    body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition()))
+                )
+            }
         }
 
         // Every endpoint is GET-only except /dns-query: other methods get 405 with the code, not a bare 404.
-        let readOnly = [
-            "/d", "/resolve", "/:account/d", "/:account/resolve", "/:account/sign_d", "/:account/sign_resolve", "/healthz", "/readyz", "/metrics",
-        ]
+        let readOnly =
+            ["/d", "/resolve", "/:account/d", "/:account/resolve", "/:account/sign_d", "/:account/sign_resolve", "/healthz", "/readyz"]
+            + (metrics == nil ? [] : ["/metrics"])
         for path in readOnly {
             for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
                 router.on(RouterPath(path), method: method) { request, _ -> Response in
@@ -168,5 +168,18 @@ public struct HTTPDNSService: Sendable {
         } catch {
             throw ServiceError.upstreamUnavailable("no upstream answered: \(error)", retryAfterSeconds: configuration.upstreamRetryAfterSeconds)
         }
+    }
+}
+
+/// How `/metrics` reads the metrics backend the executable chose.
+public struct MetricsEndpoint: Sendable {
+    /// The exposition's media type, such as `text/plain; version=0.0.4; charset=utf-8` for Prometheus text.
+    public var contentType: String
+    /// The current exposition.
+    public var exposition: @Sendable () -> [UInt8]
+
+    public init(contentType: String, exposition: @escaping @Sendable () -> [UInt8]) {
+        self.contentType = contentType
+        self.exposition = exposition
     }
 }

@@ -6,6 +6,7 @@ import HTTPDNSServer
 import Logging
 import Metrics
 import Prometheus
+import ServiceLifecycle
 
 /// `httpdns serve`: the HTTPDNS service, until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
@@ -83,7 +84,12 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
         let cache = try ResolverCache(source: source, configuration: cacheConfiguration, logger: logger)
-        let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, registry: registry)
+        let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
+            var text: [UInt8] = []
+            registry.emit(into: &text)
+            return MetricsExposition.withHelp(text)
+        }
+        let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, metrics: metrics)
         logger.info(
             "starting",
             metadata: [
@@ -94,16 +100,25 @@ struct ServeCommand: AsyncParsableCommand {
             ]
         )
         let startedLogger = logger
+        // The source comes first: the group shuts services down in reverse order, so the service drains its
+        // requests before the source it resolves through stops.
         do {
-            try await service.run(logger: logger) { port in
+            let application = try service.makeApplication(logger: logger) { port in
                 startedLogger.info("listening", metadata: ["port": "\(port)"])
             }
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: source, serviceName: "c-ares"), .init(service: application, serviceName: "httpdns")],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                )
+            )
+            try await group.run()
         } catch {
             await source.shutdown()
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.unreachable)
         }
-        await source.shutdown()
         logger.info("stopped")
     }
 }

@@ -76,6 +76,6 @@ import Testing
         let error = #expect(throws: HostNameError.self) { try HostName(input) }
         #expect(error?.name == input)
         #expect(error?.reason.contains(reasonFragment) == true, "reason: \(error?.reason ?? "none")")
-        #expect(error?.description.contains(input) == true)
+        #expect(error?.description.contains("'\(input)'") == true, "description: \(error?.description ?? "none")")
     }
 }

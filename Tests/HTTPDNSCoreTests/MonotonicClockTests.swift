@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSTesting
 import Testing
 
 @Suite struct MonotonicClockTests {

@@ -16,7 +16,7 @@ import Testing
             for _ in 0..<callers {
                 group.addTask { try await f.cache.resolve(name) }
             }
-            await f.source.waitForQueries("www.example")
+            try await f.source.waitForQueries("www.example")
             await waitUntil { f.cache.stats.coalescedLookups == callers - 1 }
             #expect(f.cache.stats.pendingQueries == 1)
             #expect(f.source.queryCount("www.example") == 1)
@@ -44,7 +44,7 @@ import Testing
         let f = try CacheFixture()
         f.source.fail("www.example", with: .timeout)
         f.source.hold("www.example")
-        await withTaskGroup(of: ResolutionError.Code?.self) { group in
+        try await withThrowingTaskGroup(of: ResolutionError.Code?.self) { group in
             for _ in 0..<5 {
                 group.addTask {
                     do {
@@ -57,10 +57,10 @@ import Testing
                     }
                 }
             }
-            await f.source.waitForQueries("www.example")
+            try await f.source.waitForQueries("www.example")
             await waitUntil { f.cache.stats.coalescedLookups == 4 }
             f.source.release("www.example")
-            for await code in group {
+            for try await code in group {
                 #expect(code == .timeout)
             }
         }
@@ -82,7 +82,7 @@ import Testing
             for _ in 0..<4 {
                 group.addTask { try await f.cache.resolve(name, families: .ipv4) }
             }
-            await f.source.waitForQueries("www.example", count: 2)
+            try await f.source.waitForQueries("www.example", count: 2)
             await waitUntil { f.cache.stats.coalescedLookups == 3 }
             f.source.release("www.example")
             for try await resolution in group {
@@ -102,7 +102,7 @@ import Testing
         try await withThrowingTaskGroup(of: Resolution.self) { group in
             group.addTask { try await f.cache.resolve(name, families: .ipv4) }
             group.addTask { try await f.cache.resolve(name, families: .all) }
-            await f.source.waitForQueries("www.example", count: 2)
+            try await f.source.waitForQueries("www.example", count: 2)
             f.source.release("www.example")
             for try await _ in group {}
         }
@@ -124,7 +124,7 @@ import Testing
         f.source.hold("a.example")
         try await withThrowingTaskGroup(of: Resolution.self) { group in
             group.addTask { try await f.cache.resolve(host("a.example"), families: .ipv4) }
-            await f.source.waitForQueries("a.example")
+            try await f.source.waitForQueries("a.example")
             let stale = try await f.cache.resolve(host("b.example"), families: .ipv4)
             #expect(stale.stale)
             #expect(stale.ipv4 == [v4("192.0.2.2")])
@@ -146,8 +146,8 @@ import Testing
         try await withThrowingTaskGroup(of: Resolution.self) { group in
             group.addTask { try await f.cache.resolve(host("a.example"), families: .ipv4) }
             group.addTask { try await f.cache.resolve(host("b.example"), families: .ipv4) }
-            await f.source.waitForQueries("a.example")
-            await f.source.waitForQueries("b.example")
+            try await f.source.waitForQueries("a.example")
+            try await f.source.waitForQueries("b.example")
             #expect(f.cache.stats.pendingQueries == 2)
 
             // A third name is refused without waiting (a and b are still held) and without a query.
@@ -184,7 +184,7 @@ import Testing
         f.source.hold("www.example")
 
         let leader = Task { try await f.cache.resolve(name, families: .ipv4) }
-        await f.source.waitForQueries("www.example")
+        try await f.source.waitForQueries("www.example")
         let follower = Task { try await f.cache.resolve(name, families: .ipv4) }
         await waitUntil { f.cache.stats.coalescedLookups == 1 }
 
@@ -210,7 +210,7 @@ import Testing
         f.source.hold("www.example")
 
         let caller = Task { try await f.cache.resolve(name, families: .ipv4) }
-        await f.source.waitForQueries("www.example")
+        try await f.source.waitForQueries("www.example")
         caller.cancel()
         let result = await caller.result
         #expect(throws: CancellationError.self) { try result.get() }

@@ -39,7 +39,7 @@ import Testing
             f.source.hold("c.example")
             try await withThrowingTaskGroup(of: Resolution.self) { group in
                 for _ in 0..<3 { group.addTask { try await f.cache.resolve(host("c.example"), families: ipv4) } }
-                await f.source.waitForQueries("c.example")
+                try await f.source.waitForQueries("c.example")
                 await waitUntil { f.cache.stats.coalescedLookups == 2 }
                 f.source.release("c.example")
                 for try await _ in group {}
@@ -51,7 +51,7 @@ import Testing
             // With one query pending, a second name is refused.
             f.source.hold("d.example")
             let d = Task { try await f.cache.resolve(host("d.example"), families: ipv4) }
-            await f.source.waitForQueries("d.example")
+            try await f.source.waitForQueries("d.example")
             _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("e.example"), families: ipv4) }
             #expect(
                 metrics.counterTotal(label: "httpdns_cache_rejected_lookups_total", dimensions: [("reason", "too_many_pending")]) == 1
@@ -68,7 +68,7 @@ import Testing
             f.source.hold("d.example")
             try await withThrowingTaskGroup(of: Resolution.self) { group in
                 for _ in 0..<2 { group.addTask { try await f.cache.resolve(host("d.example"), families: ipv4) } }
-                await f.source.waitForQueries("d.example", count: 2)
+                try await f.source.waitForQueries("d.example", count: 2)
                 await waitUntil { f.cache.stats.coalescedLookups == 3 }
                 f.source.release("d.example")
                 for try await resolution in group { #expect(resolution.stale) }
@@ -104,7 +104,7 @@ import Testing
             f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
             f.source.hold("a.example")
             let leader = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
-            await f.source.waitForQueries("a.example")
+            try await f.source.waitForQueries("a.example")
             let joiner = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
             await waitUntil { f.cache.stats.coalescedLookups == 1 }
             joiner.cancel()
@@ -159,7 +159,7 @@ import Testing
             f.source.hold("a.example")
             let started = ContinuousClock.now
             let caller = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
-            await f.source.waitForQueries("a.example")
+            try await f.source.waitForQueries("a.example")
             f.clock.advance(seconds: 3600)
             f.source.release("a.example")
             _ = try await caller.value
@@ -190,7 +190,7 @@ import Testing
             _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("down.example")) }
             f.source.hold("held.example")
             let held = Task { try await f.cache.resolve(host("held.example")) }
-            await f.source.waitForQueries("held.example")
+            try await f.source.waitForQueries("held.example")
             _ = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(host("other.example")) }
             f.source.release("held.example")
             _ = try await held.value

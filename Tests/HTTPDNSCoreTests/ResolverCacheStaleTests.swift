@@ -52,7 +52,7 @@ import Testing
         f.source.hold("www.example")
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         let caller = Task { try await f.cache.resolve(name, families: .ipv4) }
-        await f.source.waitForQueries("www.example")
+        try await f.source.waitForQueries("www.example")
         // Well past the timer; the caller must still be waiting for the held query.
         try await Task.sleep(for: .milliseconds(50))
         #expect(f.cache.stats.staleHits == 0)
@@ -205,7 +205,7 @@ import Testing
         // The refresh's flight is registered before the lookup returns; without it, waiting would be in vain.
         try #require(f.cache.stats.pendingQueries == 1)
 
-        await f.source.waitForQueries("www.example", count: 2)
+        try await f.source.waitForQueries("www.example", count: 2)
         #expect(f.source.queryCount("www.example", families: .ipv4) == 2)
         #expect(f.cache.stats.pendingQueries == 1)
 
@@ -270,7 +270,7 @@ import Testing
         f.clock.advance(seconds: 85)
         #expect(try await f.cache.resolve(name, families: .ipv4).cached)
         try #require(f.cache.stats.pendingQueries == 1)
-        await f.source.waitForQueries("www.example", count: 2)
+        try await f.source.waitForQueries("www.example", count: 2)
         await waitUntil { f.cache.stats.upstream("timeout") == 1 }
 
         let hit = try await f.cache.resolve(name, families: .ipv4)

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSTesting
 import Testing
 
 /// flush, flushAll, preResolve and the stats snapshot.
@@ -52,7 +53,7 @@ import Testing
         f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 600)
         f.source.hold("a.example")
         let caller = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
-        await f.source.waitForQueries("a.example")
+        try await f.source.waitForQueries("a.example")
         f.cache.flushAll()
         f.source.release("a.example")
         #expect(try await caller.value.ipv4 == [v4("192.0.2.1")])
@@ -147,7 +148,7 @@ import Testing
         f.source.hold("c.example")
         async let first = f.cache.resolve(host("c.example"), families: ipv4)
         async let second = f.cache.resolve(host("c.example"), families: ipv4)
-        await f.source.waitForQueries("c.example")
+        try await f.source.waitForQueries("c.example")
         await waitUntil { f.cache.stats.coalescedLookups == 1 }
         #expect(f.cache.stats.pendingQueries == 1)
         f.source.release("c.example")

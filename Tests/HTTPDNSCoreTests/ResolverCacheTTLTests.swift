@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSTesting
 import Testing
 
 /// Positive TTLs, their clamps, negative caching, the size bound and the clock.

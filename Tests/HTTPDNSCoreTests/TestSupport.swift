@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSTesting
 import Testing
 
 /// A host name from a literal the test knows to be valid.

@@ -1,5 +1,6 @@
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSTesting
 import Testing
 
 @Suite("c-ares against a real dnsmasq")

@@ -1,5 +1,6 @@
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSTesting
 import Testing
 
 @Suite("The resolver cache in front of c-ares and a real dnsmasq")

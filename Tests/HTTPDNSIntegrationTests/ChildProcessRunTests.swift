@@ -1,3 +1,4 @@
+import HTTPDNSTesting
 import Testing
 
 @Suite("ChildProcess.run")

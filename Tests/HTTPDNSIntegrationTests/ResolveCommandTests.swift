@@ -1,43 +1,21 @@
 import Foundation
 import Glibc
+import HTTPDNSTesting
 import Testing
 
 /// `httpdns resolve` run as a real process: the built `httpdns` binary against a real dnsmasq.
 @Suite("httpdns resolve, the built executable")
 struct ResolveCommandTests {
-    struct MissingExecutable: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    /// The `httpdns` executable built next to this test runner (`.build/<triple>/debug/`).
-    static func executablePath() throws -> String {
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!, $0.count - 1) }
-        guard count > 0 else {
-            throw MissingExecutable(description: "readlink /proc/self/exe failed: \(String(cString: strerror(errno)))")
-        }
-        let runner = String(decoding: buffer[0..<count], as: UTF8.self)
-        let directory = runner[..<(runner.lastIndex(of: "/") ?? runner.startIndex)]
-        let candidate = "\(directory)/httpdns"
-        guard access(candidate, X_OK) == 0 else {
-            throw MissingExecutable(
-                description: "the httpdns executable is not at \(candidate), next to the test runner \(runner): "
-                    + "build it first with `swift build --build-tests`"
-            )
-        }
-        return candidate
-    }
-
     /// Runs `httpdns ARGUMENTS`.
     func httpdns(_ arguments: String...) async throws -> ChildProcess.Completion {
-        try await ChildProcess.run(executable: try Self.executablePath(), arguments: arguments)
+        try await ChildProcess.run(executable: try ServiceProcess.executablePath(), arguments: arguments)
     }
 
     /// Runs `httpdns resolve HOST --dns SERVER ARGUMENTS` against a dnsmasq serving ``TestRecords``.
     func resolve(_ host: String, _ arguments: String...) async throws -> ChildProcess.Completion {
         try await withDNSMasq(records: TestRecords.lines) { server in
             try await ChildProcess.run(
-                executable: try Self.executablePath(),
+                executable: try ServiceProcess.executablePath(),
                 arguments: ["resolve", host, "--dns", server.address.description] + arguments
             )
         }
@@ -259,7 +237,7 @@ struct ResolveCommandTests {
 
     @Test("Bad input ends with exit 2 and says what is wrong", arguments: badInputs)
     func badInput(_ input: BadInput) async throws {
-        let run = try await ChildProcess.run(executable: try Self.executablePath(), arguments: input.arguments)
+        let run = try await ChildProcess.run(executable: try ServiceProcess.executablePath(), arguments: input.arguments)
         #expect(run.status == .exited(2), "\(run)")
         #expect(run.stderr.contains(input.fragment), "\(run)")
         #expect(run.stdout.isEmpty, "\(run)")

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPDNSCore
+import HTTPDNSTesting
 import Synchronization
 import Testing
 
@@ -9,53 +10,6 @@ import Testing
 /// /metrics.
 @Suite("httpdns serve, live on loopback", .timeLimit(.minutes(1)))
 struct ServeLiveTests {
-    /// A running `httpdns serve`, stopped by ``stop()`` (once: later calls return the first result).
-    final class Server: Sendable {
-        let process: ChildProcess
-        let port: Int
-        private let termination = Mutex<ChildProcess.Termination?>(nil)
-
-        init(process: ChildProcess, port: Int) {
-            self.process = process
-            self.port = port
-        }
-
-        /// Starts `httpdns serve --listen 127.0.0.1:0 ARGUMENTS`, with `environment` added to the test's own.
-        static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Server {
-            let executable = try ResolveCommandTests.executablePath()
-            let command = ["serve", "--listen", "127.0.0.1:0"] + arguments
-            let process: ChildProcess
-            if environment.isEmpty {
-                process = try ChildProcess(executable: executable, arguments: command)
-            } else {
-                // exec keeps the pid, so stopping the shell's pid stops the service.
-                let assignments = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
-                let quoted = ([executable] + command).map { "'\($0)'" }.joined(separator: " ")
-                process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(assignments) exec \(quoted)"])
-            }
-            // Our own line, "… port=N [httpdns] listening", once it is complete (not Hummingbird's "listening on").
-            let (found, output) = process.waitForStderr(containing: "[httpdns] listening")
-            guard found, let range = output.range(of: #"port=(\d+)"#, options: .regularExpression),
-                let port = Int(output[range].dropFirst("port=".count))
-            else {
-                let status = process.stop(signal: SIGKILL)
-                throw ChildProcess.SpawnError(description: "httpdns serve did not start (\(status)): \(output)")
-            }
-            process.discardStderr()
-            return Server(process: process, port: port)
-        }
-
-        @discardableResult
-        func stop() -> ChildProcess.Termination {
-            termination.withLock { termination in
-                if let termination { return termination }
-                let result = process.stop(signal: SIGTERM)
-                termination = result
-                return result
-            }
-        }
-    }
-
     /// A certificate made now for 127.0.0.1 and serve.test, in a directory removed afterwards.
     static func withCertificate<T>(_ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tls-\(UUID().uuidString)").path
@@ -84,7 +38,7 @@ struct ServeLiveTests {
 
     @Test func plainHTTPAnswersTheNativeAPI() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
-            let server = try Server.start(["--upstream", dns.address.description])
+            let server = try ServiceProcess.start(["--upstream", dns.address.description])
             defer { server.stop() }
             let curl = try await ChildProcess.run(
                 executable: try Self.tool("curl"),
@@ -106,7 +60,7 @@ struct ServeLiveTests {
     @Test func overTLSCurlSpeaksHTTP2AndUsesTheServiceAsItsDoHResolver() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let server = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let server = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { server.stop() }
                 let h2 = try await ChildProcess.run(
                     executable: try Self.tool("curl"),
@@ -136,9 +90,9 @@ struct ServeLiveTests {
     @Test func aHitOnTheEventLoopAnswersAsTheRouterDid() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let plain = try Server.start(["--upstream", dns.address.description])
+                let plain = try ServiceProcess.start(["--upstream", dns.address.description])
                 defer { plain.stop() }
-                let tls = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let tls = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { tls.stop() }
                 let paths = ["/d?host=serve.test&query=4,6", "/dns-query?name=serve.test&type=AAAA"]
                 let clients: [(String, [String])] = [
@@ -183,7 +137,7 @@ struct ServeLiveTests {
     @Test func kdigResolvesOverDoH() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let server = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let server = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { server.stop() }
                 for (name, type, expected) in [("serve.test", "A", "127.0.0.1"), ("serve.test", "AAAA", "::1"), ("missing.test", "A", "NXDOMAIN")] {
                     let kdig = try await ChildProcess.run(
@@ -200,7 +154,7 @@ struct ServeLiveTests {
 
     @Test func metricsPassPromtool() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
-            let server = try Server.start(["--upstream", dns.address.description])
+            let server = try ServiceProcess.start(["--upstream", dns.address.description])
             defer { server.stop() }
             let base = "http://127.0.0.1:\(server.port)"
             // Some traffic first, so every kind of metric has samples: hits, misses, negatives, a rejection.
@@ -229,7 +183,7 @@ struct ServeLiveTests {
         defer { silent.close() }
         try await Self.withCertificate { certificate, key in
             let tls = version == "h2" ? ["--tls-cert", certificate, "--tls-key", key] : []
-            let server = try Server.start(["--upstream", "127.0.0.1:\(silent.port)"] + tls)
+            let server = try ServiceProcess.start(["--upstream", "127.0.0.1:\(silent.port)"] + tls)
             let client = version == "h2" ? ["--http2", "--cacert", certificate, "https"] : ["--http1.1", "http"]
             let request = Task {
                 try await ChildProcess.run(
@@ -252,7 +206,7 @@ struct ServeLiveTests {
     @Test func http2StreamsReachTheRouter() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let server = try Server.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let server = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { server.stop() }
                 let base = "https://127.0.0.1:\(server.port)"
                 func curl(_ arguments: [String]) async throws -> String {
@@ -295,7 +249,7 @@ struct ServeLiveTests {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
                 // No rate limit: h2load sends thousands of requests from one address.
-                let server = try Server.start(
+                let server = try ServiceProcess.start(
                     ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
                     environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
                 )
@@ -336,7 +290,7 @@ struct ServeLiveTests {
                 .write(toFile: file, atomically: true, encoding: .utf8)
             // The environment replaces the file's batch size; the --listen flag (from start) replaces both the
             // file's and the environment's invalid listen address, so the service starts.
-            let server = try Server.start(
+            let server = try ServiceProcess.start(
                 ["--config", file, "--upstream", dns.address.description],
                 environment: ["HTTPDNS_MAX_HOSTS_PER_BATCH": "2", "HTTPDNS_LISTEN": "nonsense"]
             )
@@ -355,7 +309,7 @@ struct ServeLiveTests {
     /// The cache and the upstream are tuned from the service's settings: here the TTL ceiling.
     @Test func cacheSettingsReachTheCache() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
-            let server = try Server.start(
+            let server = try ServiceProcess.start(
                 ["--upstream", dns.address.description],
                 environment: ["HTTPDNS_CACHE_MAX_TTL_SECONDS": "100", "HTTPDNS_UPSTREAM_TIMEOUT_MS": "500", "HTTPDNS_UPSTREAM_TRIES": "1"]
             )
@@ -369,7 +323,7 @@ struct ServeLiveTests {
     }
 
     @Test func invalidSettingsStopStartUpNamingTheKey() async throws {
-        let httpdns = try ResolveCommandTests.executablePath()
+        let httpdns = try ServiceProcess.executablePath()
         let badListen = try await ChildProcess.run(executable: httpdns, arguments: ["serve", "--listen", "nonsense"])
         #expect(badListen.status == .exited(2))
         #expect(badListen.stderr.contains("listen"))

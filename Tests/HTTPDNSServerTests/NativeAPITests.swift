@@ -1,6 +1,7 @@
+@testable import HTTPDNSServer
 import Foundation
 import HTTPDNSCore
-@testable import HTTPDNSServer
+import HTTPDNSTesting
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -8,7 +9,7 @@ import Testing
 
 /// The native API (WIRE-FORMATS.md §1): shapes, TTLs, Cache-Control and every error row.
 @Suite struct NativeAPITests {
-    static let dual: [String: StubSource.Reply] = [
+    static let dual: [String: StaticSource.Reply] = [
         "api.example.test": .addresses(ipv4: ["192.0.2.10"], ipv6: ["2001:db8::10"], ttl: 60),
         "v4.example.test": .addresses(ipv4: ["192.0.2.11", "192.0.2.12"], ipv6: [], ttl: 120),
         "down.example.test": .failure(.timeout),

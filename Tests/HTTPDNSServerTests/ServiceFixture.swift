@@ -1,5 +1,6 @@
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSTesting
 import Hummingbird
 import HummingbirdTesting
 import Logging
@@ -9,18 +10,18 @@ import Testing
 
 /// A service in front of a stub source, tested in-process through Hummingbird's router test framework.
 struct ServiceFixture {
-    let source: StubSource
+    let source: StaticSource
     let clock: ManualMonotonicClock
     let cache: ResolverCache
     let registry = PrometheusCollectorRegistry()
     let service: HTTPDNSService
 
     init(
-        _ replies: [String: StubSource.Reply] = [:],
+        _ replies: [String: StaticSource.Reply] = [:],
         unixTime: Int64 = 1_800_000_000,
         _ configure: (inout HTTPDNSServerConfiguration) -> Void = { _ in }
     ) throws {
-        source = StubSource(replies)
+        source = StaticSource(replies)
         clock = ManualMonotonicClock()
         var cacheConfiguration = ResolverCache.Configuration()
         cacheConfiguration.refreshAheadFraction = 0
@@ -28,7 +29,13 @@ struct ServiceFixture {
         var configuration = HTTPDNSServerConfiguration()
         configuration.rateLimitPerSecond = 0
         configure(&configuration)
-        service = HTTPDNSService(configuration: configuration, resolver: cache, registry: registry, clock: clock, unixTime: { unixTime })
+        let registry = self.registry
+        let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
+            var text: [UInt8] = []
+            registry.emit(into: &text)
+            return MetricsExposition.withHelp(text)
+        }
+        service = HTTPDNSService(configuration: configuration, resolver: cache, metrics: metrics, clock: clock, unixTime: { unixTime })
     }
 
     /// Runs `body` against the service's router, with swift-metrics writing to this fixture's registry.

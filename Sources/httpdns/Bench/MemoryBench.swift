@@ -1,5 +1,6 @@
 import ArgumentParser
 import HTTPDNSCore
+import HTTPDNSTesting
 import HTTPDNSWire
 
 /// Resident memory for many cached names, against a bare Dictionary holding the same addresses.
@@ -24,7 +25,7 @@ struct MemoryBench: AsyncParsableCommand {
         configuration.maxEntries = max(configuration.maxEntries, names * 2)
         // The cache is measured first, in a process that has allocated little, so its pages are its own.
         let before = System.residentBytes()
-        let cache = try ResolverCache(source: StaticSource(), configuration: configuration)
+        let cache = try ResolverCache(source: StaticSource.benchmark, configuration: configuration)
         for index in 0..<names {
             _ = try await cache.resolve(HostName("name\(index).memory-bench.example"), families: .all)
         }

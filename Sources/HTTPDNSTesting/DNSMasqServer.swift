@@ -5,16 +5,16 @@ import HTTPDNSCore
 ///
 /// Every query is logged to a file, one line per query, written before the answer is sent (dnsmasq is single
 /// threaded and logs with plain `write(2)`), so once a lookup has returned, its queries are in the log.
-final class DNSMasqServer: Sendable {
+public final class DNSMasqServer: Sendable {
     /// The address and port the server answers on.
-    let address: DNSServerAddress
+    public let address: DNSServerAddress
     private let process: ChildProcess
     private let directory: URL
     private let queryLog: URL
 
     /// Starts dnsmasq answering for `records` (dnsmasq option lines such as `host-record=a.test,192.0.2.1,60`).
     /// Every name under `test.` that has no record is answered NXDOMAIN.
-    static func start(records: [String]) throws -> DNSMasqServer {
+    public static func start(records: [String]) throws -> DNSMasqServer {
         var lastError: (any Error)?
         // A random 127.0.0.x and high port; try again on the rare collision.
         for _ in 0..<5 {
@@ -29,9 +29,9 @@ final class DNSMasqServer: Sendable {
         throw lastError!
     }
 
-    struct StartError: Error, CustomStringConvertible {
-        let description: String
-        let retryable: Bool
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+        public let retryable: Bool
     }
 
     private init(ip: String, port: UInt16, records: [String]) throws {
@@ -74,21 +74,21 @@ final class DNSMasqServer: Sendable {
     }
 
     /// How many queries of `type` (`A`, `AAAA`) for `name` the server has received.
-    func queryCount(_ name: String, type: String) throws -> Int {
+    public func queryCount(_ name: String, type: String) throws -> Int {
         let log = (try? String(contentsOf: queryLog, encoding: .utf8)) ?? ""
         let needle = "query[\(type)] \(name) from"
         return log.split(separator: "\n").filter { $0.contains(needle) }.count
     }
 
     /// Stops dnsmasq and removes its files.
-    func stop() {
+    public func stop() {
         process.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 }
 
 /// Runs `body` with a dnsmasq serving `records`, and stops it afterwards whatever happens.
-func withDNSMasq<T>(records: [String], _ body: (DNSMasqServer) async throws -> T) async throws -> T {
+public func withDNSMasq<T>(records: [String], _ body: (DNSMasqServer) async throws -> T) async throws -> T {
     let server = try DNSMasqServer.start(records: records)
     do {
         let result = try await body(server)

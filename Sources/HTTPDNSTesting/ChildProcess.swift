@@ -7,16 +7,16 @@ import Synchronization
 /// Foundation's `Process` is not used: it spawns from a Dispatch worker thread whose signal mask blocks SIGTERM
 /// (the child inherits it), and it reaps children one blocking `wait4` at a time, which hangs when tests start
 /// servers in parallel. Here the child starts with an empty signal mask and is reaped by its own `waitpid`.
-final class ChildProcess: Sendable {
-    struct SpawnError: Error, CustomStringConvertible {
-        let description: String
+public final class ChildProcess: Sendable {
+    public struct SpawnError: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    let pid: pid_t
+    public let pid: pid_t
     private let stderrFD: Int32
     private let draining = Mutex(false)
 
-    init(executable: String, arguments: [String]) throws {
+    public init(executable: String, arguments: [String]) throws {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else {
             throw SpawnError(description: "pipe failed: \(String(cString: strerror(errno)))")
@@ -37,7 +37,7 @@ final class ChildProcess: Sendable {
 
     /// Reads stderr until a line contains `marker` (true) or the process closes stderr or `timeoutMs` passes
     /// (false). Returns what was read either way.
-    func waitForStderr(containing marker: String, timeoutMs: Int32 = 10_000) -> (found: Bool, output: String) {
+    public func waitForStderr(containing marker: String, timeoutMs: Int32 = 10_000) -> (found: Bool, output: String) {
         var output = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !output.contains(marker) {
@@ -55,7 +55,7 @@ final class ChildProcess: Sendable {
 
     /// From now on, reads and discards stderr on a thread of its own until the process closes it, so a chatty
     /// process never blocks on a full pipe. Call at most once, after the last ``waitForStderr(containing:timeoutMs:)``.
-    func discardStderr() {
+    public func discardStderr() {
         let descriptor = stderrFD
         Thread.detachNewThread {
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -71,7 +71,7 @@ final class ChildProcess: Sendable {
 
     /// Sends `signal` and waits for the process to exit.
     @discardableResult
-    func stop(signal: Int32 = SIGTERM) -> Termination {
+    public func stop(signal: Int32 = SIGTERM) -> Termination {
         kill(pid, signal)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -115,7 +115,7 @@ final class ChildProcess: Sendable {
     }
 
     /// Finds `name` in PATH, /usr/sbin or /sbin.
-    static func find(_ name: String) -> String? {
+    public static func find(_ name: String) -> String? {
         let path = getenv("PATH").map { String(cString: $0) } ?? ""
         for directory in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {
             let candidate = "\(directory)/\(name)"
@@ -127,11 +127,11 @@ final class ChildProcess: Sendable {
 
 extension ChildProcess {
     /// How a process run by ``run(executable:arguments:timeoutMs:)`` ended.
-    enum Termination: Equatable, Sendable, CustomStringConvertible {
+    public enum Termination: Equatable, Sendable, CustomStringConvertible {
         case exited(Int32)
         case signaled(Int32)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .exited(let code): "exit code \(code)"
             case .signaled(let signal): "killed by signal \(signal)"
@@ -140,14 +140,14 @@ extension ChildProcess {
     }
 
     /// What a process run to completion printed, and how it ended.
-    struct Completion: Sendable, CustomStringConvertible {
-        let status: Termination
-        let stdout: String
-        let stderr: String
+    public struct Completion: Sendable, CustomStringConvertible {
+        public let status: Termination
+        public let stdout: String
+        public let stderr: String
         /// The process outlived the timeout and was killed with SIGKILL.
-        let timedOut: Bool
+        public let timedOut: Bool
 
-        var description: String {
+        public var description: String {
             "\(status)\(timedOut ? " (timed out)" : "")\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
         }
     }
@@ -157,7 +157,7 @@ extension ChildProcess {
     /// after `timeoutMs` is killed with SIGKILL, so a hanging process fails the test instead of hanging it.
     ///
     /// Runs on a thread of its own: the blocking reads and `waitpid` never hold a Swift concurrency thread.
-    static func run(executable: String, arguments: [String], timeoutMs: Int = 30_000) async throws -> Completion {
+    public static func run(executable: String, arguments: [String], timeoutMs: Int = 30_000) async throws -> Completion {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(

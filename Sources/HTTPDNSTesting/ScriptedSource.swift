@@ -1,6 +1,5 @@
 import HTTPDNSCore
 import Synchronization
-import Testing
 
 /// A `ResolutionSource` whose answers the test writes, for driving `ResolverCache` deterministically.
 ///
@@ -11,9 +10,9 @@ import Testing
 ///   so a test may change the script while a query is held.
 /// - `waitForQueries(_:count:)` suspends until that many queries for a host have *started* (and, for a held host,
 ///   are parked waiting for `release`). It is a real signal (a continuation resumed by the query), not a sleep.
-final class ScriptedSource: ResolutionSource {
+public final class ScriptedSource: ResolutionSource {
     /// What a query for one host returns.
-    enum Reply: Sendable {
+    public enum Reply: Sendable {
         /// The answer for each family; only the families asked are returned.
         case answer(ipv4: FamilyAnswer<IPv4Address>?, ipv6: FamilyAnswer<IPv6Address>?)
         /// The query fails with this error.
@@ -53,53 +52,59 @@ final class ScriptedSource: ResolutionSource {
         }
     }
 
-    let name: String
+    public let name: String
     private let state = Mutex(State())
 
-    init(name: String = "scripted") {
+    public init(name: String = "scripted") {
         self.name = name
     }
 
     // MARK: Scripting
 
     /// Sets the reply for `host`, replacing any earlier one.
-    func script(_ host: String, _ reply: Reply) {
+    public func script(_ host: String, _ reply: Reply) {
         state.withLock { $0.replies[host] = reply }
     }
 
     /// Scripts per-family answers for `host`.
-    func script(_ host: String, ipv4: FamilyAnswer<IPv4Address>? = nil, ipv6: FamilyAnswer<IPv6Address>? = nil) {
+    public func script(_ host: String, ipv4: FamilyAnswer<IPv4Address>? = nil, ipv6: FamilyAnswer<IPv6Address>? = nil) {
         script(host, .answer(ipv4: ipv4, ipv6: ipv6))
     }
 
     /// Scripts the given addresses for both families, with one TTL.
-    func script(_ host: String, ipv4: [String], ipv6: [String] = [], ttl: UInt32) {
+    public func script(_ host: String, ipv4: [String], ipv6: [String] = [], ttl: UInt32) {
         script(
             host,
-            ipv4: .addresses(ipv4.map { v4($0) }, ttlSeconds: ttl),
-            ipv6: .addresses(ipv6.map { v6($0) }, ttlSeconds: ttl)
+            ipv4: .addresses(ipv4.map { Self.literal($0, IPv4Address.init) }, ttlSeconds: ttl),
+            ipv6: .addresses(ipv6.map { Self.literal($0, IPv6Address.init) }, ttlSeconds: ttl)
         )
     }
 
+    /// An address from a test's own literal. A literal that is no address is a mistake in the test, found at once.
+    private static func literal<Address>(_ text: String, _ parse: (String) -> Address?) -> Address {
+        guard let address = parse(text) else { fatalError("ScriptedSource: '\(text)' is not an address of its family") }
+        return address
+    }
+
     /// Scripts the same negative answer for both families.
-    func scriptNegative(_ host: String, _ kind: NegativeAnswer, ttl: UInt32? = nil) {
+    public func scriptNegative(_ host: String, _ kind: NegativeAnswer, ttl: UInt32? = nil) {
         script(host, ipv4: .negative(kind, ttlSeconds: ttl), ipv6: .negative(kind, ttlSeconds: ttl))
     }
 
     /// Makes queries for `host` fail with `code`.
-    func fail(_ host: String, with code: ResolutionError.Code) {
+    public func fail(_ host: String, with code: ResolutionError.Code) {
         script(host, .failure(ResolutionError(code, "scripted \(code) for \(host)")))
     }
 
     // MARK: Holding
 
     /// Queries for `host` that start from now on wait until `release(host)`.
-    func hold(_ host: String) {
+    public func hold(_ host: String) {
         state.withLock { _ = $0.holding.insert(host) }
     }
 
     /// Stops holding `host` and lets every parked query for it go on.
-    func release(_ host: String) {
+    public func release(_ host: String) {
         let parked = state.withLock { state in
             state.holding.remove(host)
             return state.parked.removeValue(forKey: host) ?? []
@@ -109,9 +114,9 @@ final class ScriptedSource: ResolutionSource {
 
     /// Returns once at least `count` queries for `host` have started (held ones are parked by then).
     ///
-    /// Also returns, recording an issue, if the waiting task is cancelled (as a test's time limit does), so a
-    /// query that never comes fails the test instead of hanging the run.
-    func waitForQueries(_ host: String, count: Int = 1, sourceLocation: SourceLocation = #_sourceLocation) async {
+    /// Throws if the waiting task is cancelled first (as a test's time limit does), so a query that never comes
+    /// fails the test instead of hanging the run.
+    public func waitForQueries(_ host: String, count: Int = 1) async throws(QueriesNotStarted) {
         let id = state.withLock { state in
             state.nextWaiterID += 1
             return state.nextWaiterID
@@ -131,31 +136,32 @@ final class ScriptedSource: ResolutionSource {
             }
             waiter?.continuation.resume()
         }
-        if queryCount(host) < count {
-            Issue.record("cancelled while waiting for \(count) queries for \(host)", sourceLocation: sourceLocation)
+        let started = queryCount(host)
+        if started < count {
+            throw QueriesNotStarted(host: host, expected: count, started: started)
         }
     }
 
     // MARK: Counting
 
     /// Queries started for `host` with exactly `families`.
-    func queryCount(_ host: String, families: AddressFamilies) -> Int {
+    public func queryCount(_ host: String, families: AddressFamilies) -> Int {
         state.withLock { $0.counts[QueryKey(host: host, families: families), default: 0] }
     }
 
     /// Queries started for `host`, whatever the families.
-    func queryCount(_ host: String) -> Int {
+    public func queryCount(_ host: String) -> Int {
         state.withLock { $0.started[host, default: 0] }
     }
 
     /// Queries started for any host.
-    var totalQueryCount: Int {
+    public var totalQueryCount: Int {
         state.withLock { $0.started.values.reduce(0, +) }
     }
 
     // MARK: ResolutionSource
 
-    func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+    public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         let name = host.value
         // Count the query, and park it if the host is held, in one critical section: when `waitForQueries`
         // returns for a held host, the query is already parked.
@@ -183,4 +189,13 @@ final class ScriptedSource: ResolutionSource {
             )
         }
     }
+}
+
+/// The wait for queries ended, cancelled, before they had all started.
+public struct QueriesNotStarted: Error, CustomStringConvertible {
+    public let host: String
+    public let expected: Int
+    public let started: Int
+
+    public var description: String { "cancelled while waiting for \(expected) queries for \(host); \(started) started" }
 }

@@ -1,9 +1,11 @@
-/// The Prometheus text exposition of the service's metrics, with a `# HELP` line for each of ours.
+/// Help texts for every metric the project reports, and a way to put them into a Prometheus text exposition.
 ///
-/// swift-prometheus's swift-metrics factory registers metrics without help text, and `promtool check metrics`
-/// wants one; the names are ours, so the texts live here, one place for every metric the project reports.
-enum MetricsExposition {
-    static let help: [String: String] = [
+/// The libraries record through swift-metrics only, whose API has no help text; swift-prometheus's factory
+/// registers metrics without one, and `promtool check metrics` wants one. The names are ours, so the texts live
+/// here, one place for all of them, for whichever backend an executable bootstraps.
+public enum MetricsExposition {
+    /// One sentence per metric family, by its name.
+    public static let help: [String: String] = [
         "http_server_request_duration_seconds": "Time to answer an HTTP request, by route template, method and status.",
         "httpdns_server_rejected_total": "Requests refused before resolution, by reason.",
         "httpdns_cache_lookups_total": "Resolver cache lookups by result: hit, stale, miss, negative.",
@@ -16,7 +18,7 @@ enum MetricsExposition {
     ]
 
     /// `text` with `# HELP` inserted before each `# TYPE` line of a metric that has help text.
-    static func withHelp(_ text: [UInt8]) -> [UInt8] {
+    public static func withHelp(_ text: [UInt8]) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(text.count + help.count * 80)
         let typePrefix = Array("# TYPE ".utf8)
