@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
     ],
     targets: [
         // The C API of libc-ares-dev; imported only by HTTPDNSCAres.
@@ -78,6 +79,18 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
             ]
         ),
+        // The command line's settings: one table of keys per command, read from a JSON file, the environment and
+        // flags through swift-configuration, checked by the libraries they configure.
+        .target(
+            name: "HTTPDNSSettings",
+            dependencies: [
+                "HTTPDNSCAres",
+                "HTTPDNSCore",
+                "HTTPDNSServer",
+                "HTTPDNSWire",
+                .product(name: "Configuration", package: "swift-configuration"),
+            ]
+        ),
         // Test support: a manual clock, scripted and static sources, and starters for real peers (dnsmasq, the
         // service as a process). The benchmarks of `httpdns bench` use its static source too.
         .target(
@@ -90,6 +103,7 @@ let package = Package(
                 "HTTPDNSCore",
                 "HTTPDNSCAres",
                 "HTTPDNSServer",
+                "HTTPDNSSettings",
                 "HTTPDNSTesting",
                 "HTTPDNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -110,6 +124,10 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSWireTests",
             dependencies: ["HTTPDNSWire", "HTTPDNSCore", "HTTPDNSTesting"]
+        ),
+        .testTarget(
+            name: "HTTPDNSSettingsTests",
+            dependencies: ["HTTPDNSSettings", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSCAres"]
         ),
         .testTarget(
             name: "HTTPDNSCAresTests",

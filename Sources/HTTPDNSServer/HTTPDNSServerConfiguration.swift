@@ -39,6 +39,46 @@ public struct HTTPDNSServerConfiguration: Sendable {
 
     public init() {}
 
+    /// Checks every setting against its range and the others.
+    /// - Throws: ``ConfigurationError`` naming the first setting that cannot work.
+    public func validate() throws(ConfigurationError) {
+        guard (0...65_535).contains(port) else { throw ConfigurationError(key: "port", reason: "must be 0 to 65535, not \(port)") }
+        guard !host.isEmpty else { throw ConfigurationError(key: "host", reason: "must not be empty") }
+        if tlsCertificatePath != nil, tlsKeyPath == nil {
+            throw ConfigurationError(key: "tlsKeyPath", reason: "is missing: a certificate needs its private key")
+        }
+        if tlsKeyPath != nil, tlsCertificatePath == nil {
+            throw ConfigurationError(key: "tlsCertificatePath", reason: "is missing: a private key needs its certificate")
+        }
+        for (key, value) in [("maxHostsPerBatch", maxHostsPerBatch), ("maxURLLength", maxURLLength), ("maxDNSMessageBytes", maxDNSMessageBytes)] {
+            guard value > 0 else { throw ConfigurationError(key: key, reason: "must be a positive whole number, not \(value)") }
+        }
+        guard rateLimitPerSecond >= 0, rateLimitPerSecond.isFinite else {
+            throw ConfigurationError(key: "rateLimitPerSecond", reason: "must be a number ≥ 0 (0 turns the limit off), not \(rateLimitPerSecond)")
+        }
+        guard rateLimitPerSecond == 0 || (rateLimitBurst >= 1 && rateLimitBurst.isFinite) else {
+            throw ConfigurationError(key: "rateLimitBurst", reason: "must be a number ≥ 1, not \(rateLimitBurst)")
+        }
+        guard idleTimeoutSeconds > 0 else {
+            throw ConfigurationError(key: "idleTimeoutSeconds", reason: "must be a positive number of seconds, not \(idleTimeoutSeconds)")
+        }
+        guard upstreamRetryAfterSeconds >= 0 else {
+            throw ConfigurationError(key: "upstreamRetryAfterSeconds", reason: "must be a number of seconds ≥ 0, not \(upstreamRetryAfterSeconds)")
+        }
+        guard signatureMaxValiditySeconds > 0 else {
+            throw ConfigurationError(key: "signatureMaxValiditySeconds", reason: "must be a positive number of seconds, not \(signatureMaxValiditySeconds)")
+        }
+        for (id, account) in accounts.sorted(by: { $0.key < $1.key }) {
+            guard !id.isEmpty, id.utf8.allSatisfy({ $0 != UInt8(ascii: "/") && $0 > 0x20 }) else {
+                throw ConfigurationError(key: "accounts", reason: "has an account id '\(id)' that is empty or holds '/' or spaces")
+            }
+            guard !account.secret.isEmpty else { throw ConfigurationError(key: "accounts", reason: "has an account '\(id)' with an empty secret") }
+        }
+        guard (try? HostName(readinessProbeName)) != nil else {
+            throw ConfigurationError(key: "readinessProbeName", reason: "'\(readinessProbeName)' is not a host name")
+        }
+    }
+
     /// The TLS server configuration from the PEM files, or nil without them.
     /// - Throws: ``TLSFilesError`` naming the file that could not be used.
     public func tlsConfiguration() throws -> TLSConfiguration? {

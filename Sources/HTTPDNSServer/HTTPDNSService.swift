@@ -24,13 +24,15 @@ public struct HTTPDNSService: Sendable {
     private let admission: Admission
     private let requestMetrics = RequestMetrics()
 
+    /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``HTTPDNSServerConfiguration/validate()``.
     public init(
         configuration: HTTPDNSServerConfiguration,
         resolver: ResolverCache,
         metrics: MetricsEndpoint?,
         clock: any MonotonicClock = SystemMonotonicClock(),
         unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) }
-    ) {
+    ) throws(ConfigurationError) {
+        try configuration.validate()
         self.configuration = configuration
         self.resolver = resolver
         self.metrics = metrics

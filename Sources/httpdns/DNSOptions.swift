@@ -16,9 +16,14 @@ struct DNSOptions: ParsableArguments {
     @Option(help: "Tries per server.")
     var tries: Int = 2
 
+    /// The flags' values, checked by c-ares's own configuration rather than repeated here.
     func validate() throws {
-        guard timeoutMs > 0 else { throw ValidationError("--timeout-ms must be a positive number of milliseconds") }
-        guard tries > 0 else { throw ValidationError("--tries must be at least 1") }
+        do {
+            try caresConfiguration(servers: []).validate()
+        } catch {
+            let flag = ["timeoutMs": "--timeout-ms", "tries": "--tries"][error.key] ?? error.key
+            throw ValidationError("\(flag) \(error.reason)")
+        }
     }
 
     /// The parsed `--dns` servers; a bad one ends the command with exit code 2.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPDNSCAres
 import HTTPDNSCore
 import HTTPDNSServer
+import HTTPDNSSettings
 import Logging
 import Metrics
 import Prometheus
@@ -42,54 +43,48 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        var settings = ServeSettings()
+        var flags: [String: [String]] = [:]
+        flags[ServeSettings.listen.key] = listen.map { [$0] }
+        flags[ServeSettings.upstream.key] = upstreams
+        flags[ServeSettings.upstreamTCP.key] = upstreamTCP ? ["true"] : nil
+        flags[ServeSettings.tlsCert.key] = tlsCert.map { [$0] }
+        flags[ServeSettings.tlsKey.key] = tlsKey.map { [$0] }
+        flags[ServeSettings.logLevel.key] = logLevel.map { [$0] }
         // Everything is checked here, once, so that any bad setting exits 2 before anything starts.
-        let serverConfiguration: HTTPDNSServerConfiguration
-        let upstreamServers: [DNSServerAddress]
-        let cacheConfiguration: ResolverCache.Configuration
+        let settings: ServeSettings
         do {
-            if let path = config ?? environment["HTTPDNS_CONFIG"] { try settings.apply(file: path) }
-            try settings.apply(environment: environment)
-            if let listen { try settings.apply("listen", listen, from: "--listen") }
-            if !upstreams.isEmpty { try settings.apply("upstream", upstreams, from: "--upstream") }
-            if upstreamTCP { settings.upstreamTCP = true }
-            if let tlsCert { try settings.apply("tlsCert", tlsCert, from: "--tls-cert") }
-            if let tlsKey { try settings.apply("tlsKey", tlsKey, from: "--tls-key") }
-            if let logLevel { try settings.apply("logLevel", logLevel, from: "--log-level") }
-            serverConfiguration = try settings.serverConfiguration()
-            _ = try serverConfiguration.tlsConfiguration()
-            upstreamServers = try settings.upstreamServers()
-            cacheConfiguration = try settings.cacheConfiguration()
+            let reader = try SettingsReader(
+                settings: ServeSettings.table,
+                file: config ?? environment["HTTPDNS_CONFIG"],
+                environment: environment,
+                flags: flags
+            )
+            settings = try await ServeSettings(reading: reader)
         } catch {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
+        let serverConfiguration = settings.server
 
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         var logger = Logger(label: "httpdns")
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
 
-        var sourceConfiguration = CAresSource.Configuration(
-            servers: upstreamServers,
-            transport: settings.upstreamTCP ? .tcp : .udp
-        )
-        sourceConfiguration.timeoutMs = settings.upstreamTimeoutMs
-        sourceConfiguration.tries = settings.upstreamTries
         let source: CAresSource
         do {
-            source = try CAresSource(configuration: sourceConfiguration, logger: logger)
+            source = try CAresSource(configuration: settings.upstream, logger: logger)
         } catch {
             Output.diagnostic("httpdns serve: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-        let cache = try ResolverCache(source: source, configuration: cacheConfiguration, logger: logger)
+        let cache = try ResolverCache(source: source, configuration: settings.cache, logger: logger)
         let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
             var text: [UInt8] = []
             registry.emit(into: &text)
             return MetricsExposition.withHelp(text)
         }
-        let service = HTTPDNSService(configuration: serverConfiguration, resolver: cache, metrics: metrics)
+        let service = try HTTPDNSService(configuration: serverConfiguration, resolver: cache, metrics: metrics)
         logger.info(
             "starting",
             metadata: [

@@ -35,7 +35,7 @@ struct ServiceFixture {
             registry.emit(into: &text)
             return MetricsExposition.withHelp(text)
         }
-        service = HTTPDNSService(configuration: configuration, resolver: cache, metrics: metrics, clock: clock, unixTime: { unixTime })
+        service = try HTTPDNSService(configuration: configuration, resolver: cache, metrics: metrics, clock: clock, unixTime: { unixTime })
     }
 
     /// Runs `body` against the service's router, with swift-metrics writing to this fixture's registry.

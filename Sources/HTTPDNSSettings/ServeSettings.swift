@@ -1,0 +1,125 @@
+import FoundationEssentials
+import HTTPDNSCAres
+import HTTPDNSCore
+import HTTPDNSServer
+
+/// The settings of `httpdns serve`: its table of keys, and the library configurations they make.
+///
+/// A key that is not set leaves the library's own default in place, so no default is written twice. The
+/// configurations are checked by the libraries themselves (`validate()`), and an error from them is reported
+/// under the key a user wrote.
+public struct ServeSettings: Sendable {
+    public static let listen = Setting("listen", .hostAndPort, flag: "--listen")
+    public static let upstream = Setting("upstream", .dnsServers, flag: "--upstream")
+    public static let upstreamTCP = Setting("upstreamTCP", .flag, flag: "--upstream-tcp")
+    public static let tlsCert = Setting("tlsCert", .text, flag: "--tls-cert")
+    public static let tlsKey = Setting("tlsKey", .text, flag: "--tls-key")
+    public static let maxHostsPerBatch = Setting("maxHostsPerBatch", .positiveInteger)
+    public static let maxURLLength = Setting("maxURLLength", .positiveInteger)
+    public static let maxDNSMessageBytes = Setting("maxDNSMessageBytes", .positiveInteger)
+    public static let rateLimitPerSecond = Setting("rateLimitPerSecond", .nonNegativeNumber)
+    public static let rateLimitBurst = Setting("rateLimitBurst", .nonNegativeNumber)
+    public static let logLevel = Setting(
+        "logLevel",
+        .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
+        flag: "--log-level"
+    )
+    public static let accounts = Setting("accounts", .accounts, environmentVariable: "HTTPDNS_ACCOUNTS_FILE", isSecret: true)
+    public static let upstreamTimeoutMs = Setting("upstreamTimeoutMs", .positiveInteger)
+    public static let upstreamTries = Setting("upstreamTries", .positiveInteger)
+    public static let cacheMaxEntries = Setting("cacheMaxEntries", .positiveInteger)
+    public static let cacheMinTTLSeconds = Setting("cacheMinTTLSeconds", .seconds)
+    public static let cacheMaxTTLSeconds = Setting("cacheMaxTTLSeconds", .seconds)
+    public static let cacheNegativeTTLSeconds = Setting("cacheNegativeTTLSeconds", .seconds)
+    public static let cacheMaxStaleSeconds = Setting("cacheMaxStaleSeconds", .seconds)
+
+    /// Every key of `httpdns serve`, in the order docs/SERVICE.md lists them.
+    public static let table: [Setting] = [
+        listen, upstream, upstreamTCP, tlsCert, tlsKey, maxHostsPerBatch, maxURLLength, maxDNSMessageBytes,
+        rateLimitPerSecond, rateLimitBurst, logLevel, accounts, upstreamTimeoutMs, upstreamTries, cacheMaxEntries,
+        cacheMinTTLSeconds, cacheMaxTTLSeconds, cacheNegativeTTLSeconds, cacheMaxStaleSeconds,
+    ]
+
+    /// The service's settings.
+    public var server = HTTPDNSServerConfiguration()
+    /// How the service's c-ares source reaches the upstream.
+    public var upstream = CAresSource.Configuration()
+    /// The resolver cache's settings.
+    public var cache = ResolverCache.Configuration()
+    /// `trace` … `critical`.
+    public var logLevel = "info"
+
+    /// Reads every key, then checks the configurations they make with the libraries' own `validate()`.
+    /// - Throws: ``SettingError`` naming the key, and where its value came from when that is where it went wrong.
+    public init(reading reader: SettingsReader) async throws(SettingError) {
+        if let text = try await reader.string(Self.listen) {
+            let listen = try HostAndPort(text)
+            (server.host, server.port) = (listen.host, listen.port)
+        }
+        if let servers = try await reader.strings(Self.upstream) {
+            upstream.servers = servers.compactMap { try? DNSServerAddress(parsing: $0) }
+        }
+        if try await reader.bool(Self.upstreamTCP) == true { upstream.transport = .tcp }
+        server.tlsCertificatePath = try await reader.string(Self.tlsCert)
+        server.tlsKeyPath = try await reader.string(Self.tlsKey)
+        if let value = try await reader.int(Self.maxHostsPerBatch) { server.maxHostsPerBatch = value }
+        if let value = try await reader.int(Self.maxURLLength) { server.maxURLLength = value }
+        if let value = try await reader.int(Self.maxDNSMessageBytes) { server.maxDNSMessageBytes = value }
+        if let value = try await reader.double(Self.rateLimitPerSecond) { server.rateLimitPerSecond = value }
+        // Documented: a burst below 1 is raised to 1 (a bucket must hold at least one request).
+        if let value = try await reader.double(Self.rateLimitBurst) { server.rateLimitBurst = max(1, value) }
+        if let value = try await reader.string(Self.logLevel) { logLevel = value }
+        if let accounts = try await reader.accounts(Self.accounts) {
+            server.accounts = accounts.mapValues {
+                HTTPDNSServerConfiguration.Account(
+                    secret: $0.secret,
+                    requireSignature: $0.requireSignature,
+                    allowMD5Signature: $0.allowMD5Signature
+                )
+            }
+        }
+        if let value = try await reader.int(Self.upstreamTimeoutMs) { upstream.timeoutMs = value }
+        if let value = try await reader.int(Self.upstreamTries) { upstream.tries = value }
+        if let value = try await reader.int(Self.cacheMaxEntries) { cache.maxEntries = value }
+        if let value = try await reader.int(Self.cacheMinTTLSeconds) { cache.minTTLSeconds = UInt32(value) }
+        if let value = try await reader.int(Self.cacheMaxTTLSeconds) { cache.maxTTLSeconds = UInt32(value) }
+        if let value = try await reader.int(Self.cacheNegativeTTLSeconds) { cache.negativeTTLSeconds = UInt32(value) }
+        if let value = try await reader.int(Self.cacheMaxStaleSeconds) { cache.maxStaleSeconds = UInt32(value) }
+        // c-ares reports no negative TTL, so cacheNegativeTTLSeconds is the one every negative answer gets: the
+        // negative clamps widen to let it through.
+        cache.maxNegativeTTLSeconds = max(cache.maxNegativeTTLSeconds, cache.negativeTTLSeconds)
+        cache.minNegativeTTLSeconds = min(cache.minNegativeTTLSeconds, cache.negativeTTLSeconds)
+        try validate()
+    }
+
+    /// The library keys these settings fill, by the key a user writes.
+    private static let libraryKeys: [String: Setting] = [
+        "host": listen, "port": listen,
+        "tlsCertificatePath": tlsCert, "tlsKeyPath": tlsKey,
+        "maxHostsPerBatch": maxHostsPerBatch, "maxURLLength": maxURLLength, "maxDNSMessageBytes": maxDNSMessageBytes,
+        "rateLimitPerSecond": rateLimitPerSecond, "rateLimitBurst": rateLimitBurst, "accounts": accounts,
+        "timeoutMs": upstreamTimeoutMs, "tries": upstreamTries,
+        "maxEntries": cacheMaxEntries, "minTTLSeconds": cacheMinTTLSeconds, "maxTTLSeconds": cacheMaxTTLSeconds,
+        "negativeTTLSeconds": cacheNegativeTTLSeconds, "maxStaleSeconds": cacheMaxStaleSeconds,
+    ]
+
+    /// The libraries' checks, their errors named by the keys a user writes.
+    private func validate() throws(SettingError) {
+        do {
+            try server.validate()
+            try upstream.validate()
+            try cache.validate()
+        } catch {
+            let key = Self.libraryKeys[error.key]?.key ?? error.key
+            throw SettingError("\(key) \(error.reason)")
+        }
+        for path in [server.tlsCertificatePath, server.tlsKeyPath].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: path) {
+            throw SettingError("cannot read \(path) (tlsCert / tlsKey)")
+        }
+        do {
+            _ = try server.tlsConfiguration()
+        } catch {
+            throw SettingError("\(error)")
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Configuration
+import HTTPDNSCore
+import HTTPDNSWire
+
+/// The kinds of value a setting takes, and how each is read and checked from a file's JSON or from text (an
+/// environment variable or a flag). A value that passes is handed to swift-configuration as its typed content.
+public enum SettingKind: Sendable, Hashable {
+    /// A non-empty string.
+    case text
+    /// `HOST:PORT` or `[IPv6]:PORT`.
+    case hostAndPort
+    /// DNS servers, `IP[:PORT]` or `[IPv6]:PORT` each: a JSON array or string in a file, comma-separated text in
+    /// the environment, a repeated flag.
+    case dnsServers
+    /// `true` or `false` (`1` and `0` in text).
+    case flag
+    /// A whole number greater than 0.
+    case positiveInteger
+    /// A number ≥ 0.
+    case nonNegativeNumber
+    /// A whole number of seconds ≥ 0 that fits in 32 bits.
+    case seconds
+    /// One of a fixed list of words.
+    case choice([String])
+    /// The service's accounts: an object in the file, or the path of a JSON file holding one.
+    case accounts
+
+    /// The swift-configuration type a value of this kind is handed over as.
+    var configType: ConfigType {
+        switch self {
+        case .text, .hostAndPort, .choice: .string
+        case .dnsServers: .stringArray
+        case .flag: .bool
+        case .positiveInteger: .int
+        case .nonNegativeNumber: .double
+        case .seconds: .int
+        case .accounts: .bytes
+        }
+    }
+
+    /// Reads a value from the configuration file.
+    func read(json value: JSONValue, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
+        switch (self, value) {
+        case (.dnsServers, .array(let elements)):
+            var texts: [String] = []
+            for element in elements {
+                guard case .string(let text) = element else { throw SettingError(origin, "must be a list of strings, not \(element.kind) in it") }
+                texts.append(text)
+            }
+            return try Self.servers(texts, from: origin)
+        case (.flag, .bool(let flag)):
+            return .bool(flag)
+        case (.positiveInteger, .number(let number)), (.nonNegativeNumber, .number(let number)), (.seconds, .number(let number)):
+            return try checkedNumber(number, text: Self.format(number), from: origin)
+        case (.accounts, .object(let object)):
+            return .bytes(try Self.accounts(object, from: origin))
+        case (.accounts, .string(let path)):
+            return .bytes(try Self.accountsFile(path, from: origin))
+        case (_, .string(let text)):
+            return try read(text: text, from: origin, isSecret: isSecret)
+        default:
+            throw SettingError(origin, "must be \(expectation), not \(value.kind)")
+        }
+    }
+
+    /// Reads a value from the environment or a flag.
+    func read(text: String, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
+        let shown = isSecret ? "(secret)" : "'\(text)'"
+        switch self {
+        case .text:
+            guard !text.isEmpty else { throw SettingError(origin, "must be a non-empty string") }
+            return .string(text)
+        case .hostAndPort:
+            guard (try? HostAndPort(text)) != nil else {
+                throw SettingError(origin, "must be HOST:PORT (for IPv6, [ADDRESS]:PORT), not \(shown)")
+            }
+            return .string(text)
+        case .dnsServers:
+            return try Self.servers(text.split(separator: ",", omittingEmptySubsequences: false).map(String.init), from: origin)
+        case .flag:
+            switch text {
+            case "true", "1": return .bool(true)
+            case "false", "0": return .bool(false)
+            default: throw SettingError(origin, "must be true or false (or 1 or 0), not \(shown)")
+            }
+        case .positiveInteger, .nonNegativeNumber, .seconds:
+            guard let number = Double(text), number.isFinite else { throw SettingError(origin, "must be \(expectation), not \(shown)") }
+            return try checkedNumber(number, text: text, from: origin)
+        case .choice(let words):
+            guard words.contains(text) else { throw SettingError(origin, "must be \(Self.list(words)), not \(shown)") }
+            return .string(text)
+        case .accounts:
+            return .bytes(try Self.accountsFile(text, from: origin))
+        }
+    }
+
+    private func checkedNumber(_ number: Double, text: String, from origin: SettingOrigin) throws(SettingError) -> ConfigContent {
+        switch self {
+        case .positiveInteger:
+            guard number > 0, number == number.rounded(), number <= Double(Int32.max) else {
+                throw SettingError(origin, "must be a positive whole number, not '\(text)'")
+            }
+            return .int(Int(number))
+        case .seconds:
+            guard number >= 0, number == number.rounded(), number <= Double(UInt32.max) else {
+                throw SettingError(origin, "must be a whole number of seconds ≥ 0, not '\(text)'")
+            }
+            return .int(Int(number))
+        default:
+            guard number >= 0 else { throw SettingError(origin, "must be a number ≥ 0, not '\(text)'") }
+            return .double(number)
+        }
+    }
+
+    /// What a value must be, for error messages.
+    var expectation: String {
+        switch self {
+        case .text: "a non-empty string"
+        case .hostAndPort: "HOST:PORT"
+        case .dnsServers: "a list of DNS servers, IP[:PORT] each"
+        case .flag: "true or false"
+        case .positiveInteger: "a positive whole number"
+        case .nonNegativeNumber: "a number ≥ 0"
+        case .seconds: "a whole number of seconds ≥ 0"
+        case .choice(let words): Self.list(words)
+        case .accounts: "an object of accounts, or the path of a JSON file holding one"
+        }
+    }
+
+    private static func list(_ words: [String]) -> String {
+        words.count < 2 ? words.joined() : words.dropLast().joined(separator: ", ") + " or " + words.last!
+    }
+
+    private static func format(_ number: Double) -> String {
+        number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
+    }
+
+    private static func servers(_ texts: [String], from origin: SettingOrigin) throws(SettingError) -> ConfigContent {
+        var servers: [String] = []
+        for text in texts {
+            let trimmed = text.trimmingWhitespace
+            do {
+                servers.append(try DNSServerAddress(parsing: trimmed).description)
+            } catch {
+                throw SettingError(origin, "holds a server that cannot be used: \(error)")
+            }
+        }
+        return .stringArray(servers)
+    }
+}
+
+extension String {
+    var trimmingWhitespace: String {
+        var text = Substring(self)
+        while text.first?.isWhitespace == true { text.removeFirst() }
+        while text.last?.isWhitespace == true { text.removeLast() }
+        return String(text)
+    }
+}

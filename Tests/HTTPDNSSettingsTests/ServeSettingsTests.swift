@@ -1,0 +1,173 @@
+import FoundationEssentials
+import HTTPDNSCAres
+import HTTPDNSCore
+import HTTPDNSServer
+import HTTPDNSSettings
+import Testing
+
+/// `httpdns serve`'s settings: one table, three places, each value checked where it is read.
+@Suite struct ServeSettingsTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A file holding `text`, removed after `body`.
+    func withFile<T>(_ text: String, _ body: (String) async throws -> T) async throws -> T {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-settings-\(UUID().uuidString).json").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try await body(path)
+    }
+
+    func settings(file: String? = nil, environment: [String: String] = [:], flags: [String: [String]] = [:]) async throws -> ServeSettings {
+        try await ServeSettings(reading: SettingsReader(settings: ServeSettings.table, file: file, environment: environment, flags: flags))
+    }
+
+    func error(file: String? = nil, environment: [String: String] = [:], flags: [String: [String]] = [:]) async -> String {
+        do {
+            _ = try await settings(file: file, environment: environment, flags: flags)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// docs/SERVICE.md's configuration table lists exactly the keys of the table, with their variables and flags.
+    @Test func theServiceDocumentationListsEveryKeyAndNoOther() throws {
+        let text = try String(contentsOf: Self.repository.appendingPathComponent("docs/SERVICE.md"), encoding: .utf8)
+        var documented: [String: (environment: String, flag: String?)] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count > 4, cells[1].hasPrefix("`"), cells[2].hasPrefix("`HTTPDNS_") else { continue }
+            let key = String(cells[1].dropFirst().prefix { $0 != "`" })
+            let variable = String(cells[2].dropFirst().prefix { $0 != "`" })
+            let flag = cells[3].hasPrefix("`--") ? String(cells[3].dropFirst().prefix { $0 != " " && $0 != "`" }) : nil
+            documented[key] = (variable, flag)
+        }
+        #expect(Set(documented.keys) == Set(ServeSettings.table.map(\.key)))
+        for setting in ServeSettings.table {
+            #expect(documented[setting.key]?.environment == setting.environmentVariable, "\(setting.key)")
+            #expect(documented[setting.key]?.flag == setting.flag, "\(setting.key)")
+        }
+    }
+
+    /// The example file in deploy/ sets every key, and every value in it is valid.
+    @Test func theExampleFileSetsEveryKeyValidly() async throws {
+        let path = Self.repository.appendingPathComponent("deploy/httpdns.json").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for setting in ServeSettings.table { #expect(text.contains("\"\(setting.key)\""), "\(setting.key)") }
+        // Every value is read and checked; the TLS files, placeholders for a real host, are the last check and the
+        // only one that fails here.
+        let error = await self.error(file: path)
+        #expect(error.hasPrefix("cannot read /etc/httpdns/tls/cert.pem"), "\(error)")
+    }
+
+    @Test func variablesAreTheKeysInUpperSnakeCase() {
+        let names = Dictionary(uniqueKeysWithValues: ServeSettings.table.map { ($0.key, $0.environmentVariable) })
+        #expect(names["upstreamTCP"] == "HTTPDNS_UPSTREAM_TCP")
+        #expect(names["maxURLLength"] == "HTTPDNS_MAX_URL_LENGTH")
+        #expect(names["maxDNSMessageBytes"] == "HTTPDNS_MAX_DNS_MESSAGE_BYTES")
+        #expect(names["cacheMinTTLSeconds"] == "HTTPDNS_CACHE_MIN_TTL_SECONDS")
+        #expect(names["upstreamTimeoutMs"] == "HTTPDNS_UPSTREAM_TIMEOUT_MS")
+        #expect(names["accounts"] == "HTTPDNS_ACCOUNTS_FILE")
+    }
+
+    @Test func unsetKeysKeepTheLibrariesDefaults() async throws {
+        let settings = try await settings()
+        #expect(settings.server.port == HTTPDNSServerConfiguration().port && settings.server.host == "127.0.0.1")
+        #expect(settings.upstream == CAresSource.Configuration())
+        #expect(settings.cache.maxEntries == ResolverCache.Configuration().maxEntries)
+        #expect(settings.logLevel == "info")
+    }
+
+    /// Flags over the environment over the file, key by key; a value overridden is never read, so a bad one there
+    /// does not matter.
+    @Test func precedenceIsFlagsThenEnvironmentThenFile() async throws {
+        let file = #"{"maxHostsPerBatch": 1, "maxURLLength": 100, "listen": "not an address", "upstreamTCP": true, "upstream": ["127.0.0.9"]}"#
+        let settings = try await withFile(file) { path in
+            try await self.settings(
+                file: path,
+                environment: ["HTTPDNS_MAX_HOSTS_PER_BATCH": "2", "HTTPDNS_LISTEN": "nonsense", "HTTPDNS_UPSTREAM_TCP": "false"],
+                flags: ["listen": ["127.0.0.1:9"], "upstream": ["127.0.0.2:5353", "[::1]"]]
+            )
+        }
+        #expect(settings.server.maxHostsPerBatch == 2)
+        #expect(settings.server.maxURLLength == 100)
+        #expect(settings.server.port == 9)
+        #expect(settings.upstream.transport == .udp)
+        #expect(settings.upstream.servers.map(\.description) == ["127.0.0.2:5353", "[::1]:53"])
+    }
+
+    @Test func fileValuesMayBeNumbersOrStringsHoldingThem() async throws {
+        let settings = try await withFile(#"{"maxHostsPerBatch": "3", "rateLimitPerSecond": 2.5, "cacheMaxTTLSeconds": 60, "upstream": "127.0.0.3"}"#) {
+            try await self.settings(file: $0)
+        }
+        #expect(settings.server.maxHostsPerBatch == 3 && settings.server.rateLimitPerSecond == 2.5)
+        #expect(settings.cache.maxTTLSeconds == 60)
+        #expect(settings.upstream.servers.map(\.description) == ["127.0.0.3:53"])
+    }
+
+    /// Each bad value is named by where it came from.
+    @Test func errorsNameTheKeyAndWhereTheValueCameFrom() async throws {
+        try await withFile(#"{"maxHostsPerBatch": true}"#) { path in
+            #expect(await error(file: path) == "\(path): key 'maxHostsPerBatch' must be a positive whole number, not a boolean")
+        }
+        try await withFile(#"{"listen": "127.0.0.1:0", "maxHostsPerBach": 3}"#) { path in
+            #expect(await error(file: path).hasPrefix("\(path): unknown key 'maxHostsPerBach' (known keys: listen, "))
+        }
+        try await withFile(#"{"cacheMaxStaleSeconds": 1.5}"#) { path in
+            #expect(await error(file: path).contains("key 'cacheMaxStaleSeconds' must be a whole number of seconds"))
+        }
+        try await withFile(#"{"a": 1, "a": 2}"#) { path in
+            #expect(await error(file: path).contains("is not valid JSON"))
+        }
+        try await withFile(#"[1]"#) { path in
+            #expect(await error(file: path).contains("is not a JSON object"))
+        }
+        #expect(await error(file: "/nonexistent/httpdns.json").hasPrefix("cannot read the configuration file /nonexistent/httpdns.json"))
+        #expect(await error(environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "-1"]) == "environment variable HTTPDNS_RATE_LIMIT_PER_SECOND must be a number ≥ 0, not '-1'")
+        #expect(await error(environment: ["HTTPDNS_UPSTREAM_TCP": "maybe"]) == "environment variable HTTPDNS_UPSTREAM_TCP must be true or false (or 1 or 0), not 'maybe'")
+        #expect(await error(environment: ["HTTPDNS_UPSTREAM": "127.0.0.1,dns.example"]).contains("environment variable HTTPDNS_UPSTREAM holds a server that cannot be used"))
+        #expect(await error(flags: ["listen": ["nonsense"]]) == "--listen must be HOST:PORT (for IPv6, [ADDRESS]:PORT), not 'nonsense'")
+        #expect(await error(flags: ["logLevel": ["loud"]]).hasPrefix("--log-level must be trace, debug, info, notice, warning, error or critical"))
+    }
+
+    /// What the libraries refuse is reported under the key a user writes.
+    @Test func libraryChecksAreReportedUnderTheUsersKeys() async throws {
+        let clamps = await error(environment: ["HTTPDNS_CACHE_MIN_TTL_SECONDS": "600", "HTTPDNS_CACHE_MAX_TTL_SECONDS": "60"])
+        #expect(clamps.hasPrefix("cacheMinTTLSeconds (600) is larger than"), "\(clamps)")
+        try await withFile("not PEM") { path in
+            #expect(await error(flags: ["tlsCert": [path]]).hasPrefix("tlsKey is missing"))
+            #expect(await error(flags: ["tlsKey": [path]]).hasPrefix("tlsCert is missing"))
+            #expect(await error(flags: ["tlsCert": [path], "tlsKey": [path]]).contains("tlsCert \(path) is not a PEM"))
+        }
+        #expect(await error(flags: ["tlsCert": ["/nonexistent/cert.pem"], "tlsKey": ["/nonexistent/key.pem"]]).hasPrefix("cannot read /nonexistent/cert.pem"))
+    }
+
+    @Test func accountsAreCheckedStrictlyAndSecretsNeverEchoed() async throws {
+        let good = #"{"accounts": {"app": {"secret": "s3cret", "requireSignature": false}, "old": {"secret": "x", "allowMD5Signature": true}}}"#
+        let settings = try await withFile(good) { try await self.settings(file: $0) }
+        #expect(settings.server.accounts["app"] == .init(secret: "s3cret", requireSignature: false, allowMD5Signature: false))
+        #expect(settings.server.accounts["old"] == .init(secret: "x", requireSignature: true, allowMD5Signature: true))
+        for (entry, fragment) in [
+            (#"{"accounts": {"app": {"secret": "x", "requireSignatur": false}}}"#, "unknown key 'requireSignatur'"),
+            (#"{"accounts": {"app": {"secret": "x", "requireSignature": "false"}}}"#, "key 'requireSignature' must be true or false"),
+            (#"{"accounts": {"app": {"secret": ""}}}"#, "needs a non-empty \"secret\""),
+            (#"{"accounts": {"a/b": {"secret": "x"}}}"#, "account id 'a/b'"),
+            (#"{"accounts": 5}"#, "must be an object of accounts"),
+        ] {
+            try await withFile(entry) { path in
+                let message = await error(file: path)
+                #expect(message.contains(fragment), "\(message)")
+            }
+        }
+        // The accounts file named by the environment.
+        try await withFile(#"{"ci": {"secret": "from-file"}}"#) { accountsPath in
+            let settings = try await self.settings(environment: ["HTTPDNS_ACCOUNTS_FILE": accountsPath])
+            #expect(settings.server.accounts["ci"]?.secret == "from-file")
+        }
+        #expect(await error(environment: ["HTTPDNS_ACCOUNTS_FILE": "/nonexistent/accounts.json"]).contains("cannot read accounts from /nonexistent/accounts.json"))
+    }
+
+    @Test func aBurstBelowOneIsRaisedToOne() async throws {
+        #expect(try await settings(environment: ["HTTPDNS_RATE_LIMIT_BURST": "0.5"]).server.rateLimitBurst == 1)
+    }
+}
