@@ -60,12 +60,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The service's own connections: the HTTP/1.1 front and the HTTP/2 connection, which answer cache hits on
+        // the event loop, and TLS with ALPN. No routes: the service plugs its cache-hit path and router in.
         .target(
-            name: "HTTPDNSServer",
+            name: "HTTPDNSServerTransport",
             dependencies: [
-                "HTTPDNSCore",
-                "HTTPDNSWire",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -77,6 +76,22 @@ let package = Package(
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
+            ]
+        ),
+        // The HTTPDNS service: routes, accounts and signatures, rate limits, the cache-hit path.
+        .target(
+            name: "HTTPDNSServer",
+            dependencies: [
+                "HTTPDNSCore",
+                "HTTPDNSServerTransport",
+                "HTTPDNSWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The command line's settings: one table of keys per command, read from a JSON file, the environment and
@@ -137,6 +152,7 @@ let package = Package(
             name: "HTTPDNSServerTests",
             dependencies: [
                 "HTTPDNSServer",
+                "HTTPDNSServerTransport",
                 "HTTPDNSCore",
                 "HTTPDNSTesting",
                 "HTTPDNSWire",

@@ -1,3 +1,4 @@
+import HTTPDNSServerTransport
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -9,7 +10,7 @@ import NIOCore
 /// that are most of a hit's time. The answer has the same bytes the router would send (both build them with
 /// ``NativeAPI`` and ``DoHAPI``), after the same admission checks, and the same request metrics are recorded.
 /// One per service, shared by every connection.
-final class CacheHitResponder: Sendable {
+final class CacheHitResponder: CacheHitAnswering {
     let native: NativeAPI
     let doh: DoHAPI
     let admission: Admission

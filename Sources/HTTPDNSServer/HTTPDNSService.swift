@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSServerTransport
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore

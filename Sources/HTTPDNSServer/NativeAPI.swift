@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSServerTransport
 import HTTPDNSWire
 import HTTPTypes
 import Hummingbird

@@ -1,17 +1,14 @@
+import HTTPDNSServerTransport
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The router, reached from an HTTP/2 stream (``HTTP2ServerConnection``) without Hummingbird's per-stream async
 /// channel: it answers as Hummingbird's application would (request id in the log metadata, errors turned into
-/// their responses, a `Date` header).
-struct RouterBridge: Sendable {
+/// their responses). The connection's encoder adds the `Date` header.
+struct RouterBridge: RouterResponding {
     let responder: RouterResponder<HTTPDNSRequestContext>
     let logger: Logger
     /// The largest request body a route reads (a DoH POST); one byte more is kept, so the route can refuse it.
@@ -22,14 +19,11 @@ struct RouterBridge: Sendable {
         var logger = self.logger
         logger[metadataKey: "hb.request.id"] = "\(RequestID())"
         let context = HTTPDNSRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
-        var response: Response
         do {
-            response = try await responder.respond(to: request, context: context)
+            return try await responder.respond(to: request, context: context)
         } catch {
             logger.debug("unanswered error", metadata: ["error.type": "\(error)"])
-            response = Response(status: .internalServerError)
+            return Response(status: .internalServerError)
         }
-        response.headers[.date] = HTTPDate.format(time(nil))
-        return response
     }
 }

@@ -12,6 +12,7 @@ import Prometheus
 import Testing
 
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 
 /// Cache hits answered on the event loop (``CacheHitResponder``): the same bytes as the router over a live HTTP/1.1
 /// connection (``HTTP1FrontHandler``), the same admission and metrics, and targets read as the router reads them.

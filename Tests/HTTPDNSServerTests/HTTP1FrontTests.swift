@@ -8,6 +8,7 @@ import NIOSSL
 import Testing
 
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 
 /// The front of HTTP/1.1 connections (``HTTP1FrontHandler``), in the pipeline the service builds, fed raw bytes:
 /// hits answered as one response, everything else handed on, responses in order, idle timeout, graceful shutdown.

@@ -5,6 +5,7 @@ import NIOHPACK
 import Testing
 
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 
 /// The service's own HTTP/2 connection (``HTTP2ServerConnection``), frame by frame: requests answered on the event
 /// loop and through the router, flow control, the connection's life, and every way a client can break the

@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 
 /// The client's side of one HTTP/2 connection to the service's ``HTTP2ServerConnection``, on a
 /// `NIOAsyncTestingChannel`: frames go in as bytes, and what the server writes is parsed back into frames, header

@@ -4,6 +4,7 @@ import NIOHPACK
 import Testing
 
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 
 /// The HTTP/2 pieces under ``HTTP2ServerConnection``: response header blocks, read back by swift-nio-http2's
 /// HPACK decoder; header blocks split over CONTINUATION frames; and request header validation.
@@ -17,9 +18,9 @@ import Testing
     func everyStatusDecodes(_ code: Int) throws {
         var encoder = HPACKResponseEncoder()
         var block = ByteBuffer()
-        encoder.writeResponse(status: HTTPResponse.Status(code: code), fields: [:], into: &block)
+        encoder.writeHead(ResponseHead(status: HTTPResponse.Status(code: code), fields: .typed([:])), date: "Thu, 01 Jan 1970 00:00:00 GMT", into: &block)
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
-        #expect(try decode(block, with: &decoder).map(\.1) == [String(code)])
+        #expect(try decode(block, with: &decoder).map(\.1) == [String(code), "Thu, 01 Jan 1970 00:00:00 GMT"])
     }
 
     @Test func aReplysFieldsDecode() throws {
@@ -36,7 +37,7 @@ import Testing
             body: ByteBuffer(string: "{}")
         )
         var block = ByteBuffer()
-        encoder.writeReply(reply, date: "Thu, 01 Jan 1970 00:00:00 GMT", into: &block)
+        encoder.writeHead(ResponseHead(reply), date: "Thu, 01 Jan 1970 00:00:00 GMT", into: &block)
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
         let decoded = try decode(block, with: &decoder)
         #expect(decoded.map(\.0) == [":status", "content-type", "cache-control", "retry-after", "x-long", "content-length", "date"])
@@ -45,11 +46,13 @@ import Testing
 
     @Test func fieldsHTTP2ForbidsAreLeftOut() throws {
         var encoder = HPACKResponseEncoder()
-        let fields: HTTPFields = [.connection: "close", .transferEncoding: "chunked", .contentType: "text/plain"]
+        // A router's `date` is left out too: the encoder writes its own.
+        let fields: HTTPFields = [.connection: "close", .transferEncoding: "chunked", .contentType: "text/plain", .date: "Mon, 01 Jan 2001 00:00:00 GMT"]
         var block = ByteBuffer()
-        encoder.writeResponse(status: .ok, fields: fields, into: &block)
+        encoder.writeHead(ResponseHead(status: .ok, fields: .typed(fields)), date: "Thu, 01 Jan 1970 00:00:00 GMT", into: &block)
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
-        #expect(try decode(block, with: &decoder).map(\.0) == [":status", "content-type"])
+        #expect(try decode(block, with: &decoder).map(\.0) == [":status", "content-type", "date"])
+        #expect(try decode(block, with: &decoder).last?.1 == "Thu, 01 Jan 1970 00:00:00 GMT")
     }
 
     @Test func theTableIsEmptiedOnTheFirstBlockAndAfterTheClientChangesItsSize() throws {
@@ -58,13 +61,13 @@ import Testing
         for change in [false, false, true] {
             if change { encoder.tableSizeSettingChanged() }
             var block = ByteBuffer()
-            encoder.writeResponse(status: .ok, fields: [:], into: &block)
+            encoder.writeHead(ResponseHead(status: .ok, fields: .typed([:])), date: "Thu, 01 Jan 1970 00:00:00 GMT", into: &block)
             blocks.append(block)
         }
         #expect(blocks.map { $0.getInteger(at: 0, as: UInt8.self) } == [0x20, 0x88, 0x20], "a size update to 0, then :status 200")
         // A decoder whose table the client set to 0 accepts them all.
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: 0)
-        for block in blocks { #expect(try decode(block, with: &decoder).map(\.1) == ["200"]) }
+        for block in blocks { #expect(try decode(block, with: &decoder).map(\.1) == ["200", "Thu, 01 Jan 1970 00:00:00 GMT"]) }
     }
 
     @Test func aHeaderBlockLargerThanAFrameContinues() throws {

@@ -1,4 +1,5 @@
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 import Foundation
 import HTTPDNSCore
 import HTTPDNSTesting

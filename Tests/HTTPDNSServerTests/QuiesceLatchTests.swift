@@ -3,6 +3,7 @@ import NIOEmbedded
 import Testing
 
 @testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
 
 /// A graceful shutdown asked for while a TLS connection is still negotiating its protocol reaches the protocol's
 /// handlers once they are added (``QuiesceLatch``).

@@ -8,20 +8,34 @@ import NIOCore
 ///
 /// Every reply has a content type and a cache policy; they are kept as values rather than as `HTTPFields`, which a
 /// cache hit would otherwise build (and the fast paths take apart again) for every request.
-struct Reply: Sendable {
-    var status: HTTPResponse.Status = .ok
-    var contentType: String
-    var cacheControl: CacheControl
+public struct Reply: Sendable {
+    public var status: HTTPResponse.Status
+    public var contentType: String
+    public var cacheControl: CacheControl
     /// Fields beyond `Content-Type` and `Cache-Control`, such as `Retry-After`.
-    var otherFields: HTTPFields = [:]
-    var body: ByteBuffer
+    public var otherFields: HTTPFields
+    public var body: ByteBuffer
+
+    public init(
+        status: HTTPResponse.Status = .ok,
+        contentType: String,
+        cacheControl: CacheControl,
+        otherFields: HTTPFields = [:],
+        body: ByteBuffer
+    ) {
+        self.status = status
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.otherFields = otherFields
+        self.body = body
+    }
 
     /// `Cache-Control`: how long a client may keep the answer.
-    enum CacheControl: Sendable, Equatable {
+    public enum CacheControl: Sendable, Equatable {
         case maxAge(UInt32)
         case noStore
 
-        var value: String {
+        public var value: String {
             switch self {
             case .maxAge(let seconds): "max-age=\(seconds)"
             case .noStore: "no-store"
@@ -30,16 +44,10 @@ struct Reply: Sendable {
     }
 
     /// Every field of the reply but `Content-Length`.
-    var headers: HTTPFields {
+    public var headers: HTTPFields {
         var fields = otherFields
         fields[.contentType] = contentType
         fields[.cacheControl] = cacheControl.value
         return fields
-    }
-}
-
-extension Response {
-    init(_ reply: Reply) {
-        self.init(status: reply.status, headers: reply.headers, body: .init(byteBuffer: reply.body))
     }
 }

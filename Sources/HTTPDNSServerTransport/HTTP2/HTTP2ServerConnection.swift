@@ -49,8 +49,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     let configuration: Configuration
-    let cacheHits: CacheHitResponder
-    let router: RouterBridge
+    let cacheHits: any CacheHitAnswering
+    let router: any RouterResponding
     let logger: Logger
 
     var context: ChannelHandlerContext?
@@ -125,7 +125,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// The opaque data of the PING that ends the first step of a graceful shutdown.
     static let drainPing: UInt64 = 0x6874_7470_646E_7321  // "httpdns!"
 
-    init(configuration: Configuration, cacheHits: CacheHitResponder, router: RouterBridge, logger: Logger) {
+    init(configuration: Configuration, cacheHits: any CacheHitAnswering, router: any RouterResponding, logger: Logger) {
         self.configuration = configuration
         self.cacheHits = cacheHits
         self.router = router
@@ -445,8 +445,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 extension HTTP2ServerConnection {
     /// What every HTTP/2 connection of the service is made with, once TLS has negotiated `h2`.
     struct Setup: Sendable {
-        let cacheHits: CacheHitResponder
-        let router: RouterBridge
+        let cacheHits: any CacheHitAnswering
+        let router: any RouterResponding
         let idleTimeout: Duration
 
         /// Adds the connection's handlers; returns a future that succeeds once the connection has closed and its

@@ -15,22 +15,21 @@ import NIOSSL
 ///   request is in progress, else after the last response), for every request, answered here or by the router.
 ///   Hummingbird's connection-state handler would see only the requests handed on, so this one replaces it.
 ///
-/// Responses from the router's side are observed by ``RouterResponseObserver``, which sits before the response
-/// encoder and tells this handler when one ends.
+/// Responses from the router's side are written by ``HTTP1ResponseEncoder``, which tells this handler when one
+/// ends.
 final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    private let responder: CacheHitResponder
+    private let responder: any CacheHitAnswering
     private let idleTimeout: TimeAmount
     private var reading = CacheHitReading.idle
     /// Requests read whose response has not been written in full, wherever they are answered.
     private var requestsInProgress = 0
-    /// Of those, the ones handed on to the router, in order: whether each is a HEAD request, whose response goes
-    /// out without its body.
-    private var owedByRouter = CircularBuffer<Bool>()
+    /// Of those, the ones handed on to the router, in order, with what their responses' framing depends on.
+    private var owedByRouter = CircularBuffer<RouterRequest>()
     private var lastActive = NIODeadline.uptimeNanoseconds(0)
     private var idleCheck: Scheduled<Void>?
     private var closeAfterLastResponse = false
@@ -40,7 +39,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var hitTimers: RequestMetrics.HitTimers
     private var context: ChannelHandlerContext?
 
-    init(responder: CacheHitResponder, idleTimeout: TimeAmount) {
+    init(responder: any CacheHitAnswering, idleTimeout: TimeAmount) {
         self.responder = responder
         self.idleTimeout = idleTimeout
         hitTimers = RequestMetrics.HitTimers(metrics: responder.requestMetrics)
@@ -58,7 +57,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             {
                 reading = .answering(reply, route: route, started: .now)
             } else {
-                owedByRouter.append(head.method == .HEAD)
+                owedByRouter.append(RouterRequest(isHEAD: head.method == .HEAD, isHTTP10: head.version == .http1_0))
                 reading = .handingOn
                 handOn(data, context: context)
             }
@@ -98,35 +97,11 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(data)
     }
 
-    /// The whole response in one buffer: status line, the reply's fields, `Content-Length`, `Date`, body. The
-    /// flush waits for the end of the read, so answers to pipelined requests leave together.
+    /// The whole response in one buffer: the head (``HTTP1ResponseHeadWriter``), then the body. The flush waits for
+    /// the end of the read, so answers to pipelined requests leave together.
     private func write(_ reply: Reply, context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: 192 + reply.body.readableBytes)
-        if reply.status == .ok {
-            buffer.writeStaticString("HTTP/1.1 200 OK\r\nContent-Type: ")
-        } else {
-            buffer.writeString("HTTP/1.1 \(reply.status.code) \(reply.status.reasonPhrase)\r\nContent-Type: ")
-        }
-        buffer.writeString(reply.contentType)
-        switch reply.cacheControl {
-        case .maxAge(let seconds):
-            buffer.writeStaticString("\r\nCache-Control: max-age=")
-            buffer.writeDecimal(Int(seconds))
-        case .noStore:
-            buffer.writeStaticString("\r\nCache-Control: no-store")
-        }
-        buffer.writeStaticString("\r\n")
-        for field in reply.otherFields {
-            buffer.writeString(field.name.rawName)
-            buffer.writeString(": ")
-            buffer.writeString(field.value)
-            buffer.writeString("\r\n")
-        }
-        buffer.writeStaticString("Content-Length: ")
-        buffer.writeDecimal(reply.body.readableBytes)
-        buffer.writeStaticString("\r\nDate: ")
-        buffer.writeString(date.current())
-        buffer.writeString("\r\n\r\n")
+        HTTP1ResponseHeadWriter.write(ResponseHead(reply), chunked: false, date: date.current(), into: &buffer)
         buffer.writeImmutableBuffer(reply.body)
         context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
         flushPending = true
@@ -135,9 +110,12 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - Responses, idleness and shutdown
 
     /// Whether the router's response being written answers a HEAD request.
-    var routerRespondsToHEAD: Bool { owedByRouter.first ?? false }
+    var routerRespondsToHEAD: Bool { owedByRouter.first?.isHEAD ?? false }
 
-    /// Called by ``RouterResponseObserver`` once the end of the router's response to a request handed on has
+    /// Whether the router's response being written answers an HTTP/1.0 request, which cannot take a chunked body.
+    var routerRespondsToHTTP10: Bool { owedByRouter.first?.isHTTP10 ?? false }
+
+    /// Called by ``HTTP1ResponseEncoder`` once the end of the router's response to a request handed on has
     /// been written.
     func routerResponseEnded() {
         // A parse error is answered without a request having been read: nothing is owed then.
@@ -241,39 +219,10 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Tells ``HTTP1FrontHandler`` when a response from the router's side ends, and drops the body of a response to
-/// HEAD. Sits before the response encoder, so the end has passed the front, as bytes, by the time the front hears
-/// of it.
-final class RouterResponseObserver: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let front: HTTP1FrontHandler
-
-    init(front: HTTP1FrontHandler) {
-        self.front = front
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head:
-            context.write(data, promise: promise)
-        case .body:
-            guard !front.routerRespondsToHEAD else {
-                promise?.succeed()
-                return
-            }
-            context.write(data, promise: promise)
-        case .end:
-            if front.routerRespondsToHEAD {
-                // Without the request's method the encoder may have announced a chunked body; none follows.
-                promise?.succeed()
-            } else {
-                context.write(data, promise: promise)
-            }
-            front.routerResponseEnded()
-        }
-    }
+/// A request handed on to the router, as its response must be written.
+struct RouterRequest {
+    var isHEAD: Bool
+    var isHTTP10: Bool
 }
 
 /// Where the request being read is going, in ``HTTP1FrontHandler``.

@@ -18,22 +18,17 @@ struct HPACKResponseEncoder {
         announceEmptyTable = true
     }
 
-    /// Appends a response's header block: the status, then `fields` without the fields HTTP/2 forbids
-    /// (RFC 9113 §8.2.2).
-    mutating func writeResponse(status: HTTPResponse.Status, fields: HTTPFields, into buffer: inout ByteBuffer) {
+    /// Appends a response's header block: the status, the content type and cache policy of a reply, the other
+    /// fields without the ones HTTP/2 forbids (RFC 9113 §8.2.2) and without `date`, `content-length` when the head
+    /// knows it, and `date`.
+    mutating func writeHead(_ head: ResponseHead, date: String, into buffer: inout ByteBuffer) {
         startBlock(&buffer)
-        Self.writeStatus(status.code, into: &buffer)
-        Self.write(fields, into: &buffer)
-    }
-
-    /// Appends the header block of a reply made on the event loop: its status and fields, `content-length` and
-    /// `date`.
-    mutating func writeReply(_ reply: Reply, date: String, into buffer: inout ByteBuffer) {
-        startBlock(&buffer)
-        Self.writeStatus(reply.status.code, into: &buffer)
-        Self.writeField(nameIndex: StaticName.contentType, value: reply.contentType, into: &buffer)
-        switch reply.cacheControl {
-        case .maxAge(let seconds):
+        Self.writeStatus(head.status.code, into: &buffer)
+        if let contentType = head.contentType {
+            Self.writeField(nameIndex: StaticName.contentType, value: contentType, into: &buffer)
+        }
+        switch head.cacheControl {
+        case .maxAge(let seconds)?:
             let prefix = "max-age="
             Self.writeFieldHead(
                 nameIndex: StaticName.cacheControl,
@@ -42,13 +37,16 @@ struct HPACKResponseEncoder {
             )
             buffer.writeString(prefix)
             buffer.writeDecimal(Int(seconds))
-        case .noStore:
+        case .noStore?:
             Self.writeField(nameIndex: StaticName.cacheControl, value: "no-store", into: &buffer)
+        case nil:
+            break
         }
-        Self.write(reply.otherFields, into: &buffer)
-        let length = reply.body.readableBytes
-        Self.writeFieldHead(nameIndex: StaticName.contentLength, valueLength: ByteBuffer.decimalDigits(length), into: &buffer)
-        buffer.writeDecimal(length)
+        head.fields.forEach { name, value in Self.write(name: name, value: value, into: &buffer) }
+        if let length = head.contentLength {
+            Self.writeFieldHead(nameIndex: StaticName.contentLength, valueLength: ByteBuffer.decimalDigits(length), into: &buffer)
+            buffer.writeDecimal(length)
+        }
         Self.writeField(nameIndex: StaticName.date, value: date, into: &buffer)
     }
 
@@ -65,15 +63,20 @@ struct HPACKResponseEncoder {
     }
 
     private static func write(_ fields: HTTPFields, into buffer: inout ByteBuffer) {
-        for field in fields {
-            let name = field.name.canonicalName
-            if let index = StaticName.index(of: name) {
-                writeField(nameIndex: index, value: field.value, into: &buffer)
-            } else if !isConnectionSpecific(name) {
-                buffer.writeInteger(UInt8(0))  // literal without indexing, new name
-                writeString(name, into: &buffer)
-                writeString(field.value, into: &buffer)
-            }
+        for field in fields { write(name: field.name.canonicalName, value: field.value, into: &buffer) }
+    }
+
+    /// One field of a head or trailers. HTTP/2 field names are lower case (RFC 9113 §8.2.1); `date` is the
+    /// encoder's own to write.
+    private static func write(name: String, value: String, into buffer: inout ByteBuffer) {
+        guard ResponseHead.isWritten(name) else { return }
+        let name = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
+        if let index = StaticName.index(of: name) {
+            writeField(nameIndex: index, value: value, into: &buffer)
+        } else if !isConnectionSpecific(name) {
+            buffer.writeInteger(UInt8(0))  // literal without indexing, new name
+            writeString(name, into: &buffer)
+            writeString(value, into: &buffer)
         }
     }
 

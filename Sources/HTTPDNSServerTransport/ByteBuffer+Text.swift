@@ -1,10 +1,9 @@
 import HTTPDNSCore
-import HTTPDNSWire
 import NIOCore
 
 extension ByteBuffer {
     /// The number of decimal digits of a non-negative `value`.
-    static func decimalDigits(_ value: Int) -> Int {
+    public static func decimalDigits(_ value: Int) -> Int {
         var count = 1
         var rest = value / 10
         while rest > 0 {
@@ -15,7 +14,7 @@ extension ByteBuffer {
     }
 
     /// Appends a non-negative number in decimal, without making a `String`.
-    mutating func writeDecimal(_ value: Int) {
+    public mutating func writeDecimal(_ value: Int) {
         let count = Self.decimalDigits(value)
         writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
             var rest = value
@@ -28,23 +27,10 @@ extension ByteBuffer {
     }
 
     /// Appends an IPv4 address in dotted-quad notation, as `IPv4Address.description` writes it.
-    mutating func writeIPv4(_ address: IPv4Address) {
+    public mutating func writeIPv4(_ address: IPv4Address) {
         for shift in stride(from: 24, through: 0, by: -8) {
             if shift < 24 { writeInteger(UInt8(ascii: ".")) }
             writeDecimal(Int((address.value >> UInt32(shift)) & 0xFF))
         }
     }
-}
-
-/// The service writes `/d` answers straight into the response body.
-extension ByteBuffer: JSONOutput {
-    @inlinable
-    public mutating func appendJSON(_ text: StaticString) { writeStaticString(text) }
-
-    @inlinable
-    public mutating func appendJSON(text: String) { writeString(text) }
-
-    public mutating func appendJSON(decimal value: Int) { writeDecimal(value) }
-
-    public mutating func appendJSON(ipv4 address: IPv4Address) { writeIPv4(address) }
 }

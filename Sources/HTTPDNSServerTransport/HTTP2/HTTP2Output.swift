@@ -25,7 +25,7 @@ struct HTTP2Output {
     /// in one DATA frame that ends the stream. Without `withBody` the body is the caller's to send.
     mutating func writeReply(_ reply: Reply, streamID: UInt32, withBody: Bool) {
         let start = buffer.reserveHTTP2FrameHeader()
-        encoder.writeReply(reply, date: date.current(), into: &buffer)
+        encoder.writeHead(ResponseHead(reply), date: date.current(), into: &buffer)
         let bodyLength = reply.body.readableBytes
         buffer.completeHTTP2Headers(startingAt: start, streamID: streamID, endStream: bodyLength == 0, maxFrameSize: maxFrameSize)
         if withBody, bodyLength > 0 {
@@ -33,10 +33,10 @@ struct HTTP2Output {
         }
     }
 
-    /// The head of a response from the router.
+    /// The head of a response from the router, with this connection's `date`.
     mutating func writeResponseHead(_ head: HTTPResponse, streamID: UInt32, endStream: Bool) {
         let start = buffer.reserveHTTP2FrameHeader()
-        encoder.writeResponse(status: head.status, fields: head.headerFields, into: &buffer)
+        encoder.writeHead(ResponseHead(status: head.status, fields: .typed(head.headerFields)), date: date.current(), into: &buffer)
         buffer.completeHTTP2Headers(startingAt: start, streamID: streamID, endStream: endStream, maxFrameSize: maxFrameSize)
     }
 
