@@ -48,7 +48,7 @@ extension ResolverCache {
             switch answer {
             case .addresses(let addresses, let ttlSeconds):
                 let ttl = min(max(ttlSeconds, configuration.minTTLSeconds), configuration.maxTTLSeconds)
-                let fraction = min(max(configuration.refreshAheadFraction, 0), 1)
+                let fraction = configuration.refreshAheadFraction  // 0…1, checked by Configuration.validate()
                 self.addresses = addresses
                 self.negative = nil
                 self.originTTLSeconds = ttlSeconds

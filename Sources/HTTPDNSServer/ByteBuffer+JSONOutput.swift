@@ -13,3 +13,13 @@ extension ByteBuffer: JSONOutput {
 
     public mutating func appendJSON(ipv4 address: IPv4Address) { writeIPv4(address) }
 }
+
+extension ByteBuffer {
+    /// Appends an IPv4 address in dotted-quad notation, as `IPv4Address.description` writes it.
+    mutating func writeIPv4(_ address: IPv4Address) {
+        for shift in stride(from: 24, through: 0, by: -8) {
+            if shift < 24 { writeInteger(UInt8(ascii: ".")) }
+            writeDecimal(Int((address.value >> UInt32(shift)) & 0xFF))
+        }
+    }
+}

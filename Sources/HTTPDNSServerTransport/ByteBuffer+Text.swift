@@ -1,8 +1,8 @@
-import HTTPDNSCore
 import NIOCore
 
 extension ByteBuffer {
     /// The number of decimal digits of a non-negative `value`.
+    @inlinable
     public static func decimalDigits(_ value: Int) -> Int {
         var count = 1
         var rest = value / 10
@@ -14,6 +14,7 @@ extension ByteBuffer {
     }
 
     /// Appends a non-negative number in decimal, without making a `String`.
+    @inlinable
     public mutating func writeDecimal(_ value: Int) {
         let count = Self.decimalDigits(value)
         writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
@@ -23,14 +24,6 @@ extension ByteBuffer {
                 rest /= 10
             }
             return count
-        }
-    }
-
-    /// Appends an IPv4 address in dotted-quad notation, as `IPv4Address.description` writes it.
-    public mutating func writeIPv4(_ address: IPv4Address) {
-        for shift in stride(from: 24, through: 0, by: -8) {
-            if shift < 24 { writeInteger(UInt8(ascii: ".")) }
-            writeDecimal(Int((address.value >> UInt32(shift)) & 0xFF))
         }
     }
 }

@@ -1,6 +1,4 @@
-import HTTPDNSCore
 import HTTPTypes
-import Hummingbird
 import NIOCore
 
 /// A complete answer held in memory: what both the router's handlers and the cache-hit paths on the event loop

@@ -1,5 +1,4 @@
 import HTTPTypes
-import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore

@@ -1,0 +1,44 @@
+import HTTPDNSCore
+import HTTPDNSTesting
+import Testing
+
+/// A library given settings it cannot work with throws, naming the setting; it never stops the process.
+@Suite struct ConfigurationErrorTests {
+    @Test(arguments: [
+        ("maxEntries", { (c: inout ResolverCache.Configuration) in c.maxEntries = 0 }),
+        ("maxPendingQueries", { (c: inout ResolverCache.Configuration) in c.maxPendingQueries = -1 }),
+        ("minTTLSeconds", { (c: inout ResolverCache.Configuration) in c.minTTLSeconds = 10; c.maxTTLSeconds = 5 }),
+        ("minNegativeTTLSeconds", { (c: inout ResolverCache.Configuration) in c.minNegativeTTLSeconds = 10; c.maxNegativeTTLSeconds = 5 }),
+        ("staleAnswerClientTimeoutMs", { (c: inout ResolverCache.Configuration) in c.staleAnswerClientTimeoutMs = -1 }),
+        ("refreshAheadFraction", { (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = 1.5 }),
+        ("refreshAheadFraction", { (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = .nan }),
+    ] as [(String, @Sendable (inout ResolverCache.Configuration) -> Void)])
+    func aCacheWithAnUnworkableSettingIsNotMade(key: String, change: @Sendable (inout ResolverCache.Configuration) -> Void) {
+        var configuration = ResolverCache.Configuration()
+        change(&configuration)
+        let error = #expect(throws: ConfigurationError.self) { try ResolverCache(source: StaticSource(), configuration: configuration) }
+        #expect(error?.key == key)
+        #expect(error?.description.hasPrefix(key) == true)
+    }
+
+    @Test func theDefaultsValidate() throws {
+        try ResolverCache.Configuration().validate()
+    }
+
+    @Test func preResolveRefusesANonPositiveConcurrency() async throws {
+        let cache = try ResolverCache(source: StaticSource())
+        await #expect(throws: ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not 0")) {
+            try await cache.preResolve([try HostName("a.example")], concurrency: 0)
+        }
+    }
+
+    @Test func aLookupOfNoFamilyFailsWithItsOwnCode() async throws {
+        let cache = try ResolverCache(source: StaticSource())
+        let name = try HostName("a.example")
+        let error = await #expect(throws: ResolutionError.self) { try await cache.resolve(name, families: []) }
+        #expect(error?.code == .noFamilies)
+        #expect(throws: ResolutionError.self) { try cache.cachedResolution(name, families: []) }
+        let system = await #expect(throws: ResolutionError.self) { try await SystemSource().query(name, families: []) }
+        #expect(system?.code == .noFamilies)
+    }
+}
