@@ -27,7 +27,8 @@ struct ResolverMetrics: Sendable {
         coalesced = Counter(label: "httpdns_coalesced_lookups_total")
         rejected = Counter(label: "httpdns_cache_rejected_lookups_total", dimensions: [("reason", "too_many_pending")])
         entries = Gauge(label: "httpdns_cache_entries")
-        let outcomes = ["success"] + ResolutionError.Code.all.map(\.description)
+        // A query for no family never reaches a source from the cache, so it has no counter of its own.
+        let outcomes = ["success"] + ResolutionError.Code.all.filter { $0 != .noFamilies }.map(\.description)
         resolutions = Dictionary(
             uniqueKeysWithValues: outcomes.map { outcome in
                 (outcome, Counter(label: "httpdns_resolutions_total", dimensions: [("source", sourceName), ("outcome", outcome)]))

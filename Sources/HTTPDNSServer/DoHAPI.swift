@@ -131,10 +131,19 @@ struct DoHAPI: Sendable {
             message.answers = outcome.addresses.map { DNSMessage.Record(name: name, address: $0, ttlSeconds: outcome.ttlSeconds) }
             maxAge = outcome.ttlSeconds
         }
+        let bytes: [UInt8]
+        do {
+            bytes = try message.encoded()
+        } catch {
+            // Only an answer too large for one DNS message gets here: SERVFAIL, as a resolver would say it.
+            message.answers = []
+            message.responseCode = .serverFailure
+            bytes = (try? message.encoded()) ?? []
+        }
         return Reply(
             contentType: Self.messageType,
             cacheControl: message.responseCode == .serverFailure ? .noStore : .maxAge(maxAge),
-            body: ByteBuffer(bytes: message.encoded())
+            body: ByteBuffer(bytes: bytes)
         )
     }
 

@@ -12,11 +12,14 @@ struct ResponseHead {
         case typed(HTTPFields)
         case nio(HTTPHeaders)
 
-        /// Calls `body` with each field's name and value, in order.
-        func forEach(_ body: (_ name: String, _ value: String) -> Void) {
+        /// Calls `body` with each field's name and value, in order: names as they were given for HTTP/1.1, lower
+        /// case (`canonical`) for HTTP/2, where a field name is only ever lower case.
+        func forEach(canonical: Bool, _ body: (_ name: String, _ value: String) -> Void) {
             switch self {
-            case .typed(let fields): for field in fields { body(field.name.canonicalName, field.value) }
-            case .nio(let headers): for (name, value) in headers { body(name, value) }
+            case .typed(let fields):
+                for field in fields { body(canonical ? field.name.canonicalName : field.name.rawName, field.value) }
+            case .nio(let headers):
+                for (name, value) in headers { body(canonical ? name.lowercased() : name, value) }
             }
         }
     }
@@ -42,9 +45,12 @@ struct ResponseHead {
         self.fields = fields
     }
 
-    /// Whether a field of this name is written: never `date`, which the encoder makes.
+    /// Whether a field of this name is written in a head: never `date`, which the encoder makes.
     @inline(__always)
     static func isWritten(_ name: String) -> Bool {
-        !(name.utf8.count == 4 && name.lowercased() == "date")
+        let utf8 = name.utf8
+        guard utf8.count == 4 else { return true }
+        // ASCII letters compared without case: OR-ing 0x20 lower-cases them.
+        return !utf8.elementsEqual("date".utf8, by: { $0 | 0x20 == $1 })
     }
 }

@@ -103,6 +103,16 @@ public struct ServeSettings: Sendable {
         "negativeTTLSeconds": cacheNegativeTTLSeconds, "maxStaleSeconds": cacheMaxStaleSeconds,
     ]
 
+    /// A library's error, every library key in it (the one it is about, and any its reason names) replaced by the
+    /// key a user writes: `cacheMinTTLSeconds (600) is larger than …, cacheMaxTTLSeconds (60)`.
+    static func inUsersKeys(_ error: ConfigurationError) -> String {
+        var reason = error.reason
+        for (libraryKey, setting) in libraryKeys where libraryKey != setting.key {
+            if let pattern = try? Regex("\\b\(libraryKey)\\b") { reason = reason.replacing(pattern, with: setting.key) }
+        }
+        return "\(libraryKeys[error.key]?.key ?? error.key) \(reason)"
+    }
+
     /// The libraries' checks, their errors named by the keys a user writes.
     private func validate() throws(SettingError) {
         do {
@@ -110,8 +120,7 @@ public struct ServeSettings: Sendable {
             try upstream.validate()
             try cache.validate()
         } catch {
-            let key = Self.libraryKeys[error.key]?.key ?? error.key
-            throw SettingError("\(key) \(error.reason)")
+            throw SettingError(Self.inUsersKeys(error))
         }
         for path in [server.tlsCertificatePath, server.tlsKeyPath].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: path) {
             throw SettingError("cannot read \(path) (tlsCert / tlsKey)")

@@ -25,7 +25,8 @@ extension SettingKind {
         do {
             value = try JSONValue(parsing: bytes)
         } catch {
-            throw SettingError(origin, "cannot read accounts from \(path): \(error)")
+            // Where, not what: the file holds secrets.
+            throw SettingError(origin, "cannot read accounts from \(path): \(error.redactedDescription)")
         }
         guard case .object(let object) = value else {
             throw SettingError(origin, "(\(path)) must be an object of accounts, not \(value.kind)")
@@ -36,9 +37,6 @@ extension SettingKind {
     static func accounts(_ table: JSONObject, from origin: SettingOrigin) throws(SettingError) -> [UInt8] {
         var members: [(String, JSON)] = []
         for (id, entry) in table.members {
-            guard !id.isEmpty, id.utf8.allSatisfy({ $0 != UInt8(ascii: "/") && $0 > 0x20 }) else {
-                throw SettingError("\(origin): account id '\(id)' must be non-empty, without '/' or spaces")
-            }
             guard case .object(let fields) = entry, case .string(let secret)? = fields["secret"], !secret.isEmpty else {
                 throw SettingError("\(origin): account '\(id)' needs a non-empty \"secret\"")
             }

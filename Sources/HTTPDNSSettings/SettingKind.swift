@@ -25,19 +25,6 @@ public enum SettingKind: Sendable, Hashable {
     /// The service's accounts: an object in the file, or the path of a JSON file holding one.
     case accounts
 
-    /// The swift-configuration type a value of this kind is handed over as.
-    var configType: ConfigType {
-        switch self {
-        case .text, .hostAndPort, .choice: .string
-        case .dnsServers: .stringArray
-        case .flag: .bool
-        case .positiveInteger: .int
-        case .nonNegativeNumber: .double
-        case .seconds: .int
-        case .accounts: .bytes
-        }
-    }
-
     /// Reads a value from the configuration file.
     func read(json value: JSONValue, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
         switch (self, value) {
@@ -48,6 +35,8 @@ public enum SettingKind: Sendable, Hashable {
                 texts.append(text)
             }
             return try Self.servers(texts, from: origin)
+        case (.dnsServers, .string(let text)):
+            return try Self.servers([text], from: origin)
         case (.flag, .bool(let flag)):
             return .bool(flag)
         case (.positiveInteger, .number(let number)), (.nonNegativeNumber, .number(let number)), (.seconds, .number(let number)):
@@ -76,14 +65,18 @@ public enum SettingKind: Sendable, Hashable {
             }
             return .string(text)
         case .dnsServers:
-            return try Self.servers(text.split(separator: ",", omittingEmptySubsequences: false).map(String.init), from: origin)
+            // Comma-separated; empty entries are skipped, so an empty value names no server (the system's).
+            return try Self.servers(text.split(separator: ",").map(String.init), from: origin)
         case .flag:
             switch text {
             case "true", "1": return .bool(true)
             case "false", "0": return .bool(false)
             default: throw SettingError(origin, "must be true or false (or 1 or 0), not \(shown)")
             }
-        case .positiveInteger, .nonNegativeNumber, .seconds:
+        case .positiveInteger:
+            guard let number = Int(text), number > 0 else { throw SettingError(origin, "must be \(expectation), not \(shown)") }
+            return .int(number)
+        case .nonNegativeNumber, .seconds:
             guard let number = Double(text), number.isFinite else { throw SettingError(origin, "must be \(expectation), not \(shown)") }
             return try checkedNumber(number, text: text, from: origin)
         case .choice(let words):
@@ -97,10 +90,10 @@ public enum SettingKind: Sendable, Hashable {
     private func checkedNumber(_ number: Double, text: String, from origin: SettingOrigin) throws(SettingError) -> ConfigContent {
         switch self {
         case .positiveInteger:
-            guard number > 0, number == number.rounded(), number <= Double(Int32.max) else {
+            guard number > 0, let whole = Int(exactly: number) else {
                 throw SettingError(origin, "must be a positive whole number, not '\(text)'")
             }
-            return .int(Int(number))
+            return .int(whole)
         case .seconds:
             guard number >= 0, number == number.rounded(), number <= Double(UInt32.max) else {
                 throw SettingError(origin, "must be a whole number of seconds ≥ 0, not '\(text)'")

@@ -62,7 +62,8 @@ struct FileSettingsProvider: SettingsProvider {
         do {
             value = try JSONValue(parsing: bytes)
         } catch {
-            throw SettingError("the configuration file \(path) is not valid JSON: \(error)")
+            // Where, not what: the file may hold account secrets.
+            throw SettingError("the configuration file \(path) is not valid JSON: \(error.redactedDescription)")
         }
         guard case .object(let object) = value else {
             throw SettingError("the configuration file \(path) is not a JSON object but \(value.kind)")
@@ -77,8 +78,7 @@ struct FileSettingsProvider: SettingsProvider {
     }
 
     func content(of setting: Setting) throws(SettingError) -> ConfigContent? {
-        // JSON null means "not set", as swift-configuration's own JSON provider reads it.
-        guard let value = object[setting.key], value != .null else { return nil }
+        guard let value = object[setting.key] else { return nil }
         return try setting.kind.read(json: value, from: SettingOrigin("\(path): key '\(setting.key)'"), isSecret: setting.isSecret)
     }
 
@@ -123,7 +123,8 @@ struct FlagSettingsProvider: SettingsProvider {
         guard let texts = values[setting.key] else { return nil }
         let origin = SettingOrigin(setting.flag ?? "the flag for \(setting.key)")
         if setting.kind == .dnsServers {
-            return try setting.kind.read(text: texts.joined(separator: ","), from: origin, isSecret: setting.isSecret)
+            // A repeated flag: each value one server.
+            return try setting.kind.read(json: .array(texts.map(JSONValue.string)), from: origin, isSecret: setting.isSecret)
         }
         return try setting.kind.read(text: texts[texts.count - 1], from: origin, isSecret: setting.isSecret)
     }

@@ -13,7 +13,6 @@ public final class ManualMonotonicClock: MonotonicClock {
         MonotonicInstant(nanoseconds: current.withLock { $0 })
     }
 
-    /// Moves the clock forward.
     /// Moves the clock forward by `seconds`; a negative amount leaves it where it is, since a monotonic clock
     /// does not go backwards.
     public func advance(seconds: Double) {

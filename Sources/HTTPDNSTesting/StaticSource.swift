@@ -13,6 +13,9 @@ public final class StaticSource: ResolutionSource {
         case addresses(ipv4: [IPv4Address], ipv6: [IPv6Address], ttl: UInt32)
         case negative(NegativeAnswer)
         case failure(ResolutionError.Code)
+        /// One address of each family made from the host name (a different one for most names), in arrays of the
+        /// query's own: a cache filled from it holds what it would hold from a real source, for benchmarks.
+        case synthesized(ttl: UInt32)
 
         /// Addresses from a test's own literals. A literal that is no address is a mistake in the test, found at once.
         public static func addresses(ipv4: [String], ipv6: [String], ttl: UInt32) -> Reply {
@@ -64,6 +67,12 @@ public final class StaticSource: ResolutionSource {
             )
         case .negative(let kind):
             return .negative(kind, families: families)
+        case .synthesized(let ttl):
+            let seed = UInt32(truncatingIfNeeded: host.value.hashValue)
+            return SourceAnswer(
+                ipv4: families.contains(.ipv4) ? .addresses([IPv4Address(0xC000_0200 | (seed & 0xFF))], ttlSeconds: ttl) : nil,
+                ipv6: families.contains(.ipv6) ? .addresses([IPv6Address(high: 0x2001_0DB8_0000_0000, low: UInt64(seed))], ttlSeconds: ttl) : nil
+            )
         case .failure(let code):
             throw ResolutionError(code, "\(name) failure for \(host)")
         }

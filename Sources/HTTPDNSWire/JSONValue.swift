@@ -17,7 +17,12 @@ public enum JSONValue: Sendable, Hashable {
     /// Parses one JSON text: a value with nothing but white space around it.
     /// - Throws: ``JSONParseError`` with the byte offset and what was wrong.
     public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
-        var parser = JSONParser(Array(bytes))
+        let bytes = Array(bytes)
+        // RFC 8259 §8.1: JSON text is UTF-8. Anything else is refused, not repaired.
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw JSONParseError(offset: 0, reason: "the text is not valid UTF-8")
+        }
+        var parser = JSONParser(bytes)
         self = try parser.document()
     }
 
@@ -71,6 +76,9 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     public let reason: String
 
     public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+
+    /// Where, without what: for text that may hold secrets, whose characters must not reach a log.
+    public var redactedDescription: String { "invalid JSON at byte \(offset)" }
 }
 
 private struct JSONParser {
@@ -131,6 +139,8 @@ private struct JSONParser {
         offset += 1
         var members: [(name: String, value: JSONValue)] = []
         var index: [String: Int] = [:]
+        // Names are told apart by their bytes: String's == would take two spellings of one character as one name.
+        var seen: Set<[UInt8]> = []
         skipWhitespace()
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
             offset += 1
@@ -141,7 +151,7 @@ private struct JSONParser {
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw error("expected a member name in quotes") }
             let name = try string()
-            guard index[name] == nil else { throw error("the member \"\(name)\" is given twice") }
+            guard seen.insert(Array(name.utf8)).inserted else { throw error("the member \"\(name)\" is given twice") }
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw error("expected ':' after \"\(name)\"") }
             offset += 1

@@ -71,20 +71,23 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "httpdns")
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
 
-        let source: CAresSource
-        do {
-            source = try CAresSource(configuration: settings.upstream, logger: logger)
-        } catch {
-            Output.diagnostic("httpdns serve: \(error)")
-            throw ExitCode(ExitStatus.usage)
-        }
-        let cache = try ResolverCache(source: source, configuration: settings.cache, logger: logger)
         let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
             var text: [UInt8] = []
             registry.emit(into: &text)
             return MetricsExposition.withHelp(text)
         }
-        let service = try HTTPDNSService(configuration: serverConfiguration, resolver: cache, metrics: metrics)
+        let source: CAresSource
+        let service: HTTPDNSService
+        do {
+            source = try CAresSource(configuration: settings.upstream, logger: logger)
+            // The settings passed these libraries' checks already; these cannot fail, but if they did, they would
+            // say why and exit 2, like any other setting.
+            let cache = try ResolverCache(source: source, configuration: settings.cache, logger: logger)
+            service = try HTTPDNSService(configuration: serverConfiguration, resolver: cache, metrics: metrics)
+        } catch {
+            Output.diagnostic("httpdns serve: \(error)")
+            throw ExitCode(ExitStatus.usage)
+        }
         logger.info(
             "starting",
             metadata: [

@@ -5,13 +5,13 @@ import Testing
 /// A library given settings it cannot work with throws, naming the setting; it never stops the process.
 @Suite struct ConfigurationErrorTests {
     @Test(arguments: [
-        ("maxEntries", { (c: inout ResolverCache.Configuration) in c.maxEntries = 0 }),
-        ("maxPendingQueries", { (c: inout ResolverCache.Configuration) in c.maxPendingQueries = -1 }),
-        ("minTTLSeconds", { (c: inout ResolverCache.Configuration) in c.minTTLSeconds = 10; c.maxTTLSeconds = 5 }),
-        ("minNegativeTTLSeconds", { (c: inout ResolverCache.Configuration) in c.minNegativeTTLSeconds = 10; c.maxNegativeTTLSeconds = 5 }),
-        ("staleAnswerClientTimeoutMs", { (c: inout ResolverCache.Configuration) in c.staleAnswerClientTimeoutMs = -1 }),
-        ("refreshAheadFraction", { (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = 1.5 }),
-        ("refreshAheadFraction", { (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = .nan }),
+        ("maxEntries", { @Sendable (c: inout ResolverCache.Configuration) in c.maxEntries = 0 }),
+        ("maxPendingQueries", { @Sendable (c: inout ResolverCache.Configuration) in c.maxPendingQueries = -1 }),
+        ("minTTLSeconds", { @Sendable (c: inout ResolverCache.Configuration) in c.minTTLSeconds = 10; c.maxTTLSeconds = 5 }),
+        ("minNegativeTTLSeconds", { @Sendable (c: inout ResolverCache.Configuration) in c.minNegativeTTLSeconds = 10; c.maxNegativeTTLSeconds = 5 }),
+        ("staleAnswerClientTimeoutMs", { @Sendable (c: inout ResolverCache.Configuration) in c.staleAnswerClientTimeoutMs = -1 }),
+        ("refreshAheadFraction", { @Sendable (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = 1.5 }),
+        ("refreshAheadFraction", { @Sendable (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = .nan }),
     ] as [(String, @Sendable (inout ResolverCache.Configuration) -> Void)])
     func aCacheWithAnUnworkableSettingIsNotMade(key: String, change: @Sendable (inout ResolverCache.Configuration) -> Void) {
         var configuration = ResolverCache.Configuration()

@@ -1,4 +1,5 @@
 import HTTPTypes
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
@@ -64,11 +65,61 @@ import Testing
         #expect(body.isEmpty)
     }
 
-    @Test func anHTTP10ClientGetsNoChunks() throws {
-        let text = try routerResponse("GET /resolve?host=a.example HTTP/1.0\r\n\r\n", [HTTPResponsePart.head(HTTPResponse(status: .ok)), .body(ByteBuffer(string: "plain")), .end(nil)])
+    /// An HTTP/1.0 client cannot read chunks: it gets the body as it is, and the close ends it.
+    @Test func anHTTP10ClientGetsNoChunksAndTheCloseEndsTheBody() throws {
+        let f = try ServiceFixture()
+        let channel = try f.http1Channel()
+        try channel.send("GET /resolve?host=a.example HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(try channel.handedOn() >= 2)
+        for part in [HTTPResponsePart.head(HTTPResponse(status: .ok)), .body(ByteBuffer(string: "plain")), .end(nil)] {
+            try channel.writeOutbound(part)
+        }
+        var text = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            if case .byteBuffer(let buffer) = data { text += String(buffer: buffer) }
+        }
         let (head, body) = try #require(split(text))
         #expect(!head.contains("Transfer-Encoding"))
         #expect(body == "plain")
+        #expect(!channel.isActive, "the connection closed to end the body")
+    }
+
+    @Test func aKnownLengthWinsOverTransferEncodingAndBodylessStatusesLoseBoth() throws {
+        let both = try routerResponse(Self.get, [
+            HTTPResponsePart.head(HTTPResponse(status: .ok, headerFields: [.contentLength: "2", .transferEncoding: "chunked"])),
+            .body(ByteBuffer(string: "ok")),
+            .end(nil),
+        ])
+        let (head, body) = try #require(split(both))
+        #expect(!head.lowercased().contains("transfer-encoding"))
+        #expect(body == "ok")
+        let noContent = try routerResponse(Self.get, [HTTPResponsePart.head(HTTPResponse(status: .noContent, headerFields: [.contentLength: "0"])), .end(nil)])
+        #expect(!noContent.lowercased().contains("content-length"), "\(noContent)")
+    }
+
+    @Test func headerNamesKeepTheirCase() throws {
+        let text = try routerResponse(Self.get, [
+            HTTPResponsePart.head(HTTPResponse(status: .tooManyRequests, headerFields: [.retryAfter: "3", .contentLength: "0"])),
+            .end(nil),
+        ])
+        #expect(text.contains("\r\nRetry-After: 3\r\n"), "\(text)")
+    }
+
+    /// Every promise completes, in the order the writes were made, also for parts that send nothing.
+    @Test func promisesCompleteInOrder() throws {
+        let f = try ServiceFixture()
+        let channel = try f.http1Channel()
+        try channel.send("HEAD /resolve?host=a.example HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try channel.handedOn() >= 2)
+        let completed = NIOLockedValueBox<[Int]>([])
+        let parts = [HTTPResponsePart.head(HTTPResponse(status: .ok)), .body(ByteBuffer(string: "dropped")), .body(ByteBuffer()), .end(nil)]
+        for (index, part) in parts.enumerated() {
+            let promise = channel.eventLoop.makePromise(of: Void.self)
+            promise.futureResult.whenSuccess { completed.withLockedValue { $0.append(index) } }
+            channel.write(part, promise: promise)
+        }
+        channel.flush()
+        #expect(completed.withLockedValue { $0 } == [0, 1, 2, 3])
     }
 
     private func split(_ text: String) -> (head: String, body: String)? {

@@ -6,17 +6,17 @@ import Testing
 /// The service's settings are checked when it is made: an embedding backend gets an error naming the setting.
 @Suite struct ServerConfigurationTests {
     @Test(arguments: [
-        ("port", { (c: inout HTTPDNSServerConfiguration) in c.port = 70_000 }),
-        ("tlsKeyPath", { (c: inout HTTPDNSServerConfiguration) in c.tlsCertificatePath = "/x.pem" }),
-        ("tlsCertificatePath", { (c: inout HTTPDNSServerConfiguration) in c.tlsKeyPath = "/x.pem" }),
-        ("maxHostsPerBatch", { (c: inout HTTPDNSServerConfiguration) in c.maxHostsPerBatch = 0 }),
-        ("maxDNSMessageBytes", { (c: inout HTTPDNSServerConfiguration) in c.maxDNSMessageBytes = -1 }),
-        ("rateLimitPerSecond", { (c: inout HTTPDNSServerConfiguration) in c.rateLimitPerSecond = -1 }),
-        ("rateLimitBurst", { (c: inout HTTPDNSServerConfiguration) in c.rateLimitBurst = 0.5 }),
-        ("idleTimeoutSeconds", { (c: inout HTTPDNSServerConfiguration) in c.idleTimeoutSeconds = 0 }),
-        ("accounts", { (c: inout HTTPDNSServerConfiguration) in c.accounts = ["a": .init(secret: "")] }),
-        ("accounts", { (c: inout HTTPDNSServerConfiguration) in c.accounts = ["a/b": .init(secret: "x")] }),
-        ("readinessProbeName", { (c: inout HTTPDNSServerConfiguration) in c.readinessProbeName = "not a name" }),
+        ("port", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.port = 70_000 }),
+        ("tlsKeyPath", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.tlsCertificatePath = "/x.pem" }),
+        ("tlsCertificatePath", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.tlsKeyPath = "/x.pem" }),
+        ("maxHostsPerBatch", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.maxHostsPerBatch = 0 }),
+        ("maxDNSMessageBytes", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.maxDNSMessageBytes = -1 }),
+        ("rateLimitPerSecond", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.rateLimitPerSecond = -1 }),
+        ("rateLimitBurst", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.rateLimitBurst = 0.5 }),
+        ("idleTimeoutSeconds", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.idleTimeoutSeconds = 0 }),
+        ("accounts", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.accounts = ["a": .init(secret: "")] }),
+        ("accounts", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.accounts = ["a/b": .init(secret: "x")] }),
+        ("readinessProbeName", { @Sendable (c: inout HTTPDNSServerConfiguration) in c.readinessProbeName = "not a name" }),
     ] as [(String, @Sendable (inout HTTPDNSServerConfiguration) -> Void)])
     func anUnworkableSettingIsReportedByName(key: String, change: @Sendable (inout HTTPDNSServerConfiguration) -> Void) throws {
         var configuration = HTTPDNSServerConfiguration()

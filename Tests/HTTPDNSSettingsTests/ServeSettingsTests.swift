@@ -134,6 +134,7 @@ import Testing
     @Test func libraryChecksAreReportedUnderTheUsersKeys() async throws {
         let clamps = await error(environment: ["HTTPDNS_CACHE_MIN_TTL_SECONDS": "600", "HTTPDNS_CACHE_MAX_TTL_SECONDS": "60"])
         #expect(clamps.hasPrefix("cacheMinTTLSeconds (600) is larger than"), "\(clamps)")
+        #expect(clamps.hasSuffix("cacheMaxTTLSeconds (60)"), "the other key is the user's too: \(clamps)")
         try await withFile("not PEM") { path in
             #expect(await error(flags: ["tlsCert": [path]]).hasPrefix("tlsKey is missing"))
             #expect(await error(flags: ["tlsKey": [path]]).hasPrefix("tlsCert is missing"))
@@ -165,6 +166,34 @@ import Testing
             #expect(settings.server.accounts["ci"]?.secret == "from-file")
         }
         #expect(await error(environment: ["HTTPDNS_ACCOUNTS_FILE": "/nonexistent/accounts.json"]).contains("cannot read accounts from /nonexistent/accounts.json"))
+    }
+
+    /// The upstream list: comma-separated in the environment (empty entries skipped, so an empty value means the
+    /// system's resolvers), one server per string in the file and per flag.
+    @Test func upstreamListsFromEachPlace() async throws {
+        #expect(try await settings(environment: ["HTTPDNS_UPSTREAM": ""]).upstream.servers.isEmpty)
+        #expect(try await settings(environment: ["HTTPDNS_UPSTREAM": "127.0.0.5,,127.0.0.6:54,"]).upstream.servers.map(\.description) == ["127.0.0.5:53", "127.0.0.6:54"])
+        #expect(await error(flags: ["upstream": ["127.0.0.5,127.0.0.6"]]).contains("--upstream holds a server that cannot be used"))
+        try await withFile(#"{"upstream": "127.0.0.5,127.0.0.6"}"#) { path in
+            #expect(await error(file: path).contains("key 'upstream' holds a server that cannot be used"))
+        }
+    }
+
+    @Test func wholeNumbersAreWholeNumbers() async throws {
+        for text in ["1e3", "5.0", "0x10", " 5"] {
+            #expect(await error(environment: ["HTTPDNS_MAX_HOSTS_PER_BATCH": text]).contains("must be a positive whole number"), "\(text)")
+        }
+        try await withFile(#"{"maxHostsPerBatch": null}"#) { path in
+            #expect(await error(file: path).contains("must be a positive whole number, not null"))
+        }
+    }
+
+    @Test func aFileThatIsNotJSONIsReportedWithoutQuotingIt() async throws {
+        try await withFile(#"{"accounts": {"app": {"secret": "s3cr"et"}}}"#) { path in
+            let message = await error(file: path)
+            #expect(message.contains("is not valid JSON: invalid JSON at byte"), "\(message)")
+            #expect(!message.contains("'e'") && !message.contains("s3cr"), "\(message)")
+        }
     }
 
     @Test func aBurstBelowOneIsRaisedToOne() async throws {

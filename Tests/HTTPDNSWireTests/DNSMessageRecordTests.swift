@@ -87,6 +87,35 @@ import Testing
         #expect(error?.reason.contains(reason) == true, "\(error?.reason ?? "no error")")
     }
 
+    /// A label in RDATA may hold a dot (an SOA mailbox `john\.doe`): the name is kept as labels, so it is no
+    /// ambiguity there, where an owner name read as text would be.
+    @Test func aDotInsideAnRDATALabelIsKept() throws {
+        var message = DNSMessage(id: 1, isResponse: true, questions: [.init(name: "example.com", type: .soa)])
+        let soa = [UInt8(2)] + Array("ns".utf8) + [0] + [8] + Array("john.doe".utf8) + [0] + [UInt8](repeating: 0, count: 20)
+        message.authorities = [.init(name: "example.com", type: .soa, ttlSeconds: 60, data: soa)]
+        #expect(try DNSMessage(parsing: message.encoded()).authorities.first?.data == soa)
+    }
+
+    /// SRV's target may be compressed by older servers (RFC 3597 §4 says to expand it); it is.
+    @Test func anSRVTargetIsExpanded() throws {
+        var bytes: [UInt8] = [0, 1, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0]
+        bytes += [4] + Array("_sip".utf8) + [4] + Array("_udp".utf8) + [7] + Array("example".utf8) + [0, 0, 33, 0, 1]
+        let exampleOffset = 12 + 5 + 5
+        bytes += [0xC0, 12, 0, 33, 0, 1, 0, 0, 0, 60, 0, 12, 0, 1, 0, 2, 0x13, 0xC4, 3] + Array("sip".utf8) + [0xC0, UInt8(exampleOffset)]
+        let message = try DNSMessage(parsing: bytes)
+        #expect(message.answers.first?.data == [0, 1, 0, 2, 0x13, 0xC4] + Self.name("sip.example"))
+    }
+
+    @Test func messagesLargerThanDNSAllowsAreRefused() throws {
+        let error = #expect(throws: DNSMessageError.self) { try DNSMessage(parsing: [UInt8](repeating: 0, count: 65_536)) }
+        #expect(error?.reason.contains("at most 65535") == true)
+        var message = DNSMessage(id: 1, isResponse: true, questions: [.init(name: "a.example", type: .txt)])
+        message.answers = [.init(name: "a.example", type: .txt, ttlSeconds: 1, data: [UInt8](repeating: 1, count: 65_536))]
+        #expect(throws: DNSMessageError.self) { try message.encoded() }
+        message.answers = Array(repeating: .init(name: "a.example", type: .txt, ttlSeconds: 1, data: [UInt8](repeating: 1, count: 60_000)), count: 2)
+        #expect(throws: DNSMessageError.self) { try message.encoded() }
+    }
+
     @Test func randomBytesNeverCrashTheFullParser() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {

@@ -41,6 +41,21 @@ import Testing
         #expect(error?.reason.contains(reason) == true, "\(text): \(error?.reason ?? "no error")")
     }
 
+    @Test func refusesTextThatIsNotUTF8() {
+        let error = #expect(throws: JSONParseError.self) { try JSONValue(parsing: [UInt8(ascii: "\""), 0xC3, 0x28, UInt8(ascii: "\"")]) }
+        #expect(error?.reason.contains("not valid UTF-8") == true)
+    }
+
+    /// "é" written as one scalar and as e + combining accent are two names: String's == would call them one.
+    @Test func namesAreToldApartByTheirBytes() throws {
+        let text = "{\"\u{E9}\": 1, \"e\u{301}\": 2}"
+        guard case .object(let object) = try JSONValue(parsing: Array(text.utf8)) else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.members.count == 2)
+    }
+
     @Test func boundsNesting() {
         let deep = String(repeating: "[", count: JSONValue.maxDepth + 1) + String(repeating: "]", count: JSONValue.maxDepth + 1)
         let error = #expect(throws: JSONParseError.self) { try JSONValue(parsing: Array(deep.utf8)) }

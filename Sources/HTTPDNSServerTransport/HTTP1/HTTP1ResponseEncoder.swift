@@ -3,9 +3,17 @@ import NIOCore
 import NIOHTTP1
 
 /// Encodes the router's responses (RFC 9112): the head through ``HTTP1ResponseHeadWriter``, as the front's own
-/// answers are, and the body as it comes, chunked when its length is not known. Tells ``HTTP1FrontHandler`` when a
-/// response ends, and writes no body for a response to HEAD or one whose status has none (1xx, 204, 304). An
-/// HTTP/1.0 client gets a body of unknown length as it is, ended by the connection's close.
+/// answers are, and the body as it comes, framed by what is known of its length. Tells ``HTTP1FrontHandler`` when a
+/// response ends.
+///
+/// Framing, as NIO's `HTTPResponseEncoder` did it before, with two corrections:
+/// - a status that has no body (1xx, 204, 304) goes out without `content-length` or `transfer-encoding`, and a
+///   response to HEAD without its body;
+/// - a known `content-length` wins over `transfer-encoding`, which is dropped (RFC 9112 §6.2);
+/// - an unknown length is sent chunked, except to an HTTP/1.0 client, which cannot read chunks (RFC 9112 §7.1):
+///   it gets the body as it is, and the connection closes after it to end it.
+///
+/// Every write's promise completes in order: a part that sends nothing still goes down the pipeline, empty.
 final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = IOData
@@ -16,7 +24,12 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
     private var framing = Framing.asIs
 
     private enum Framing {
-        case asIs, chunked, none
+        case asIs
+        case chunked
+        /// No body at all.
+        case none
+        /// As it is, ended by closing the connection.
+        case untilClose
     }
 
     init(front: HTTP1FrontHandler) {
@@ -25,30 +38,43 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let head):
+        case .head(var head):
             let code = head.status.code
             let informational = code < 200
-            let bodyless = informational || code == 204 || code == 304 || front.routerRespondsToHEAD
-            let knowsLength = head.headers.contains(name: "content-length")
-            let alreadyChunked = head.headers[canonicalForm: "transfer-encoding"].contains("chunked")
-            let chunked = !bodyless && (alreadyChunked || (!knowsLength && !front.routerRespondsToHTTP10))
-            if !informational { framing = bodyless ? .none : chunked ? .chunked : .asIs }
+            let framing: Framing
+            if informational || code == 204 || code == 304 {
+                head.headers.remove(name: "content-length")
+                head.headers.remove(name: "transfer-encoding")
+                framing = .none
+            } else if front.routerRespondsToHEAD {
+                framing = .none
+            } else if head.headers.contains(name: "content-length") {
+                head.headers.remove(name: "transfer-encoding")
+                framing = .asIs
+            } else if front.routerRespondsToHTTP10 {
+                head.headers.remove(name: "transfer-encoding")
+                framing = .untilClose
+            } else {
+                head.headers.remove(name: "transfer-encoding")
+                framing = .chunked
+            }
+            if !informational { self.framing = framing }
             var buffer = context.channel.allocator.buffer(capacity: 256)
-            let described = ResponseHead(status: HTTPResponse.Status(code: Int(code), reasonPhrase: head.status.reasonPhrase), fields: .nio(head.headers))
-            HTTP1ResponseHeadWriter.write(described, chunked: chunked && !alreadyChunked, date: date.current(), into: &buffer)
+            let described = ResponseHead(
+                status: HTTPResponse.Status(code: Int(code), reasonPhrase: head.status.reasonPhrase),
+                fields: .nio(head.headers)
+            )
+            HTTP1ResponseHeadWriter.write(described, chunked: framing == .chunked, date: date.current(), into: &buffer)
             context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
         case .body(let body):
             switch framing {
             case .none:
-                promise?.succeed()
-            case .asIs:
+                writeNothing(context: context, promise: promise)
+            case .asIs, .untilClose:
                 context.write(wrapOutboundOut(body), promise: promise)
             case .chunked:
-                guard body.readableBytes > 0 else {
-                    // An empty chunk would end the body.
-                    promise?.succeed()
-                    return
-                }
+                // An empty chunk would end the body.
+                guard body.readableBytes > 0 else { return writeNothing(context: context, promise: promise) }
                 var size = context.channel.allocator.buffer(capacity: 12)
                 size.writeString(String(body.readableBytes, radix: 16))
                 size.writeStaticString("\r\n")
@@ -57,7 +83,8 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
                 context.write(wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: promise)
             }
         case .end(let trailers):
-            if case .chunked = framing {
+            switch framing {
+            case .chunked:
                 var last = context.channel.allocator.buffer(capacity: 5)
                 last.writeStaticString("0\r\n")
                 for (name, value) in trailers ?? [:] {
@@ -65,12 +92,20 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
                 }
                 last.writeStaticString("\r\n")
                 context.write(wrapOutboundOut(.byteBuffer(last)), promise: promise)
-            } else {
-                // Nothing to write, but the write still goes down the pipeline, so its promise completes in order.
-                context.write(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(capacity: 0))), promise: promise)
+            case .untilClose:
+                let sent = promise ?? context.eventLoop.makePromise()
+                writeNothing(context: context, promise: sent)
+                context.flush()
+                sent.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            case .asIs, .none:
+                writeNothing(context: context, promise: promise)
             }
             framing = .asIs
             front.routerResponseEnded()
         }
+    }
+
+    private func writeNothing(context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        context.write(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(capacity: 0))), promise: promise)
     }
 }

@@ -26,7 +26,7 @@ enum HTTP1ResponseHeadWriter {
         case nil:
             break
         }
-        head.fields.forEach { name, value in
+        head.fields.forEach(canonical: false) { name, value in
             guard ResponseHead.isWritten(name) else { return }
             buffer.writeString(name)
             buffer.writeStaticString(": ")

@@ -42,7 +42,10 @@ struct HPACKResponseEncoder {
         case nil:
             break
         }
-        head.fields.forEach { name, value in Self.write(name: name, value: value, into: &buffer) }
+        head.fields.forEach(canonical: true) { name, value in
+            guard ResponseHead.isWritten(name) else { return }
+            Self.write(name: name, value: value, into: &buffer)
+        }
         if let length = head.contentLength {
             Self.writeFieldHead(nameIndex: StaticName.contentLength, valueLength: ByteBuffer.decimalDigits(length), into: &buffer)
             buffer.writeDecimal(length)
@@ -66,11 +69,8 @@ struct HPACKResponseEncoder {
         for field in fields { write(name: field.name.canonicalName, value: field.value, into: &buffer) }
     }
 
-    /// One field of a head or trailers. HTTP/2 field names are lower case (RFC 9113 §8.2.1); `date` is the
-    /// encoder's own to write.
+    /// One field of a head or trailers, its name already lower case (RFC 9113 §8.2.1).
     private static func write(name: String, value: String, into buffer: inout ByteBuffer) {
-        guard ResponseHead.isWritten(name) else { return }
-        let name = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
         if let index = StaticName.index(of: name) {
             writeField(nameIndex: index, value: value, into: &buffer)
         } else if !isConnectionSpecific(name) {

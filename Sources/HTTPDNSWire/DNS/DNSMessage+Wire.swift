@@ -3,7 +3,7 @@ extension DNSMessage {
     /// skipped record by record (so an EDNS OPT record is accepted), but must be well formed. This is the DoH
     /// service's path for every request, so it reads no more than it needs.
     public init(parsingQuery bytes: some Collection<UInt8>) throws(DNSMessageError) {
-        var reader = DNSReader(Array(bytes))
+        var reader = try DNSReader(Array(bytes))
         let header = try reader.header()
         self.init(header: header, questions: try reader.questions(count: header.questionCount))
         let recordCount = Int(header.answerCount) + Int(header.authorityCount)
@@ -19,7 +19,7 @@ extension DNSMessage {
     /// Parses a whole message: every section, each record with its RDATA, names in the RDATA of the RFC 1035
     /// types expanded. An OPT record in the additional section sets ``hasEDNS`` and is not kept.
     public init(parsing bytes: some Collection<UInt8>) throws(DNSMessageError) {
-        var reader = DNSReader(Array(bytes))
+        var reader = try DNSReader(Array(bytes))
         let header = try reader.header()
         self.init(header: header, questions: try reader.questions(count: header.questionCount))
         answers = try reader.records(count: header.answerCount, section: "answer")
@@ -52,7 +52,14 @@ extension DNSMessage {
     /// The message in wire format. A record owned by the first question's name points to it (the name starts
     /// right after the 12-byte header); other names are written whole. Without a question, no records are
     /// written: a message that answers nothing carries nothing.
-    public func encoded() -> [UInt8] {
+    /// - Throws: ``DNSMessageError`` when a section holds more than 65,535 entries, a record more than 65,535 bytes
+    ///   of data, or the whole more than ``maxSize`` bytes.
+    public func encoded() throws(DNSMessageError) -> [UInt8] {
+        let extra = hasEDNS ? 1 : 0
+        for (section, count) in [("question", questions.count), ("answer", answers.count), ("authority", authorities.count), ("additional", additionals.count + extra)]
+        where count > Int(UInt16.max) {
+            throw DNSMessageError(reason: "the \(section) section holds \(count) entries; at most 65,535 fit")
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
         func u16(_ value: UInt16) {
@@ -79,14 +86,18 @@ extension DNSMessage {
         u16(UInt16(questions.count))
         u16(hasRecords ? UInt16(answers.count) : 0)
         u16(hasRecords ? UInt16(authorities.count) : 0)
-        u16((hasRecords ? UInt16(additionals.count) : 0) + (hasEDNS ? 1 : 0))
+        u16(UInt16((hasRecords ? additionals.count : 0) + extra))
         for question in questions {
             Self.appendName(question.name, to: &bytes)
             u16(question.type.rawValue)
             u16(question.recordClass)
         }
-        func append(_ records: [Record], after questionName: String) {
+        func append(_ records: [Record], after questionName: String) throws(DNSMessageError) {
             for record in records {
+                let dataCount = record.dataCount
+                guard dataCount <= Int(UInt16.max) else {
+                    throw DNSMessageError(reason: "a \(record.type) record of \(record.name) has \(dataCount) bytes of data; at most 65,535 fit")
+                }
                 if record.name == questionName {
                     u16(0xC00C)
                 } else {
@@ -95,14 +106,14 @@ extension DNSMessage {
                 u16(record.type.rawValue)
                 u16(record.recordClass)
                 u32(record.ttlSeconds)
-                u16(UInt16(truncatingIfNeeded: record.data.count))
-                bytes.append(contentsOf: record.data)
+                u16(UInt16(dataCount))
+                record.appendData(to: &bytes)
             }
         }
         if hasRecords {
-            append(answers, after: questions[0].name)
-            append(authorities, after: questions[0].name)
-            append(additionals, after: questions[0].name)
+            try append(answers, after: questions[0].name)
+            try append(authorities, after: questions[0].name)
+            try append(additionals, after: questions[0].name)
         }
         if hasEDNS {
             bytes.append(0)  // the root name
@@ -110,6 +121,9 @@ extension DNSMessage {
             u16(Self.ednsPayloadSize)
             u32(0)  // extended rcode 0, version 0, no flags
             u16(0)
+        }
+        guard bytes.count <= Self.maxSize else {
+            throw DNSMessageError(reason: "the message would be \(bytes.count) bytes; at most \(Self.maxSize) fit")
         }
         return bytes
     }
@@ -145,7 +159,12 @@ struct DNSReader {
     private let bytes: [UInt8]
     private var offset = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: [UInt8]) throws(DNSMessageError) {
+        guard bytes.count <= DNSMessage.maxSize else {
+            throw DNSMessageError(reason: "the message is \(bytes.count) bytes; a DNS message is at most \(DNSMessage.maxSize)")
+        }
+        self.bytes = bytes
+    }
 
     var isAtEnd: Bool { offset == bytes.count }
     var remaining: Int { bytes.count - offset }
@@ -209,9 +228,11 @@ struct DNSReader {
         return String(decoding: name, as: UTF8.self)
     }
 
-    /// Reads a name, pointers followed, handing each label to `visit` in order.
+    /// Reads a name, pointers followed, handing each label to `visit` in order. A name read as text must not have a
+    /// dot inside a label (it would read as two); a name kept in RDATA keeps its labels apart and may.
     private mutating func walkName(
         _ part: @autoclosure () -> String,
+        allowingDots: Bool = false,
         _ visit: (ArraySlice<UInt8>) -> Void
     ) throws(DNSMessageError) {
         var cursor = offset
@@ -231,7 +252,7 @@ struct DNSReader {
                 guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part()) runs past the end of the message") }
                 length += Int(byte) + 1
                 guard length <= 255 else { throw DNSMessageError(reason: "the name of \(part()) is longer than 255 bytes") }
-                guard !bytes[(cursor + 1)..<end].contains(UInt8(ascii: ".")) else {
+                guard allowingDots || !bytes[(cursor + 1)..<end].contains(UInt8(ascii: ".")) else {
                     throw DNSMessageError(reason: "a label of \(part()) contains a dot")
                 }
                 visit(bytes[(cursor + 1)..<end])
@@ -298,13 +319,20 @@ struct DNSReader {
             switch piece {
             case .name:
                 guard offset < end else { throw DNSMessageError(reason: "the data of \(part()) (\(type)) is cut short") }
-                try walkName("the data of \(part())") { label in
+                try walkName("the data of \(part())", allowingDots: true) { label in
                     data.append(UInt8(label.count))
                     data.append(contentsOf: label)
                 }
                 data.append(0)
             case .bytes(let count):
                 guard offset + count <= end else { throw DNSMessageError(reason: "the data of \(part()) (\(type)) is cut short") }
+                data.append(contentsOf: bytes[offset..<(offset + count)])
+                offset += count
+            case .characterString:
+                guard offset < end, offset + 1 + Int(bytes[offset]) <= end else {
+                    throw DNSMessageError(reason: "the data of \(part()) (\(type)) is cut short")
+                }
+                let count = 1 + Int(bytes[offset])
                 data.append(contentsOf: bytes[offset..<(offset + count)])
                 offset += count
             }

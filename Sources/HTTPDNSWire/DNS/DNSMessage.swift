@@ -56,40 +56,83 @@ public struct DNSMessage: Sendable, Hashable {
         public var type: DNSRecordType
         public var recordClass: UInt16
         public var ttlSeconds: UInt32
-        /// The RDATA in wire format, with any names in it uncompressed.
-        public var data: [UInt8]
+        /// An address record made from its address keeps the address as it is, and writes its RDATA when the
+        /// message is encoded: the DoH service answers every cache hit this way, with no array per address.
+        private var storage: Storage
+
+        private enum Storage: Sendable {
+            case bytes([UInt8])
+            case address(IPAddress)
+        }
 
         public init(name: String, type: DNSRecordType, recordClass: UInt16 = 1, ttlSeconds: UInt32, data: [UInt8]) {
             self.name = name
             self.type = type
             self.recordClass = recordClass
             self.ttlSeconds = ttlSeconds
-            self.data = data
+            self.storage = .bytes(data)
         }
 
-        /// An A or AAAA record for `address`, by its family.
+        /// An Internet-class A or AAAA record for `address`, by its family.
         public init(name: String, address: IPAddress, ttlSeconds: UInt32) {
+            self.name = name
+            switch address {
+            case .v4: type = .a
+            case .v6: type = .aaaa
+            }
+            recordClass = 1
+            self.ttlSeconds = ttlSeconds
+            storage = .address(address)
+        }
+
+        /// The RDATA in wire format, with any names in it uncompressed.
+        public var data: [UInt8] {
+            get {
+                switch storage {
+                case .bytes(let bytes): return bytes
+                case .address(let address):
+                    var bytes: [UInt8] = []
+                    Self.append(address, to: &bytes)
+                    return bytes
+                }
+            }
+            set { storage = .bytes(newValue) }
+        }
+
+        /// The length of ``data``.
+        var dataCount: Int {
+            switch storage {
+            case .bytes(let bytes): bytes.count
+            case .address(.v4): 4
+            case .address(.v6): 16
+            }
+        }
+
+        /// Appends ``data`` to `bytes`.
+        func appendData(to bytes: inout [UInt8]) {
+            switch storage {
+            case .bytes(let data): bytes.append(contentsOf: data)
+            case .address(let address): Self.append(address, to: &bytes)
+            }
+        }
+
+        private static func append(_ address: IPAddress, to bytes: inout [UInt8]) {
             switch address {
             case .v4(let v4):
-                let value = v4.value
-                self.init(
-                    name: name,
-                    type: .a,
-                    ttlSeconds: ttlSeconds,
-                    data: [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
-                )
+                for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v4.value >> UInt32(shift))) }
             case .v6(let v6):
-                var data: [UInt8] = []
-                data.reserveCapacity(16)
-                for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8((v6.high >> UInt64(shift)) & 0xFF)) }
-                for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8((v6.low >> UInt64(shift)) & 0xFF)) }
-                self.init(name: name, type: .aaaa, ttlSeconds: ttlSeconds, data: data)
+                for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v6.high >> UInt64(shift))) }
+                for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v6.low >> UInt64(shift))) }
             }
         }
 
         /// The address of an Internet-class A record with 4 bytes of data or AAAA record with 16; nil for any other.
         public var address: IPAddress? {
             guard recordClass == 1 else { return nil }
+            if case .address(let address) = storage {
+                return (type == .a && address.isV4) || (type == .aaaa && !address.isV4) ? address : nil
+            }
+            let data = self.data
             if type == .a, data.count == 4 {
                 return .v4(IPv4Address(data.reduce(0) { $0 << 8 | UInt32($1) }))
             }
@@ -99,6 +142,20 @@ public struct DNSMessage: Sendable, Hashable {
                 return .v6(IPv6Address(high: high, low: low))
             }
             return nil
+        }
+
+        /// Records are equal when every field and the RDATA's bytes are, however the RDATA is held.
+        public static func == (lhs: Record, rhs: Record) -> Bool {
+            lhs.name == rhs.name && lhs.type == rhs.type && lhs.recordClass == rhs.recordClass && lhs.ttlSeconds == rhs.ttlSeconds
+                && lhs.data == rhs.data
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(name)
+            hasher.combine(type)
+            hasher.combine(recordClass)
+            hasher.combine(ttlSeconds)
+            hasher.combine(data)
         }
     }
 
@@ -129,6 +186,9 @@ public struct DNSMessage: Sendable, Hashable {
     public var hasEDNS: Bool = false
     /// The UDP payload size the OPT record of an encoded message advertises.
     public static let ednsPayloadSize: UInt16 = 1232
+    /// The largest DNS message there is (RFC 1035 §4.2.2: a two-byte length over TCP). Longer input is refused
+    /// by the parsers, and a message that would encode longer is refused by ``encoded()``.
+    public static let maxSize = 65_535
 
     public init(
         id: UInt16,
@@ -151,7 +211,13 @@ public struct DNSMessage: Sendable, Hashable {
     }
 }
 
-/// A DNS message that could not be parsed, and why.
+extension IPAddress {
+    fileprivate var isV4: Bool {
+        if case .v4 = self { true } else { false }
+    }
+}
+
+/// A DNS message that could not be parsed or encoded, and why.
 public struct DNSMessageError: Error, Sendable, Hashable, CustomStringConvertible {
     public let reason: String
 

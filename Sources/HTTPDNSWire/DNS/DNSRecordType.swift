@@ -17,14 +17,18 @@ public struct DNSRecordType: Sendable, Hashable, RawRepresentable, ExpressibleBy
     public static let opt: DNSRecordType = 41
     public static let https: DNSRecordType = 65
 
-    /// The types whose RDATA holds names a server may compress (RFC 3597 §4: the types of RFC 1035), with
-    /// where in the RDATA each name is: the count of fixed bytes before it. `nil` for every other type.
+    /// The types whose RDATA holds names a server may have compressed, laid out field by field: those of RFC 1035,
+    /// which RFC 3597 §4 says to decompress, and RP, AFSDB, RT, PX, SRV and NAPTR, which it says should be.
+    /// `nil` for every other type, whose RDATA is kept as it came.
     var compressedNameLayout: [Layout]? {
         switch rawValue {
         case 2, 3, 4, 5, 7, 8, 9, 12: [.name]  // NS, MD, MF, CNAME, MB, MG, MR, PTR
         case 6: [.name, .name, .bytes(20)]  // SOA: MNAME, RNAME, five 32-bit numbers
-        case 14: [.name, .name]  // MINFO
-        case 15: [.bytes(2), .name]  // MX: preference, exchange
+        case 14, 17: [.name, .name]  // MINFO; RP: mailbox, TXT owner
+        case 15, 18, 21: [.bytes(2), .name]  // MX, AFSDB, RT: a 16-bit number, a name
+        case 26: [.bytes(2), .name, .name]  // PX: preference, MAP822, MAPX400
+        case 33: [.bytes(6), .name]  // SRV: priority, weight, port, target
+        case 35: [.bytes(4), .characterString, .characterString, .characterString, .name]  // NAPTR
         default: nil
         }
     }
@@ -33,6 +37,8 @@ public struct DNSRecordType: Sendable, Hashable, RawRepresentable, ExpressibleBy
     enum Layout {
         case name
         case bytes(Int)
+        /// A length byte and that many bytes (RFC 1035 §3.3).
+        case characterString
     }
 
     /// The mnemonic (`A`, `AAAA`, `HTTPS`) or `TYPE<n>` (RFC 3597 §5) for the others.
