@@ -56,9 +56,9 @@ extension DNSMessage {
     ///   of data, or the whole more than ``maxSize`` bytes.
     public func encoded() throws(DNSMessageError) -> [UInt8] {
         let extra = hasEDNS ? 1 : 0
-        for (section, count) in [("question", questions.count), ("answer", answers.count), ("authority", authorities.count), ("additional", additionals.count + extra)]
-        where count > Int(UInt16.max) {
-            throw DNSMessageError(reason: "the \(section) section holds \(count) entries; at most 65,535 fit")
+        let limit = Int(UInt16.max)
+        if questions.count > limit || answers.count > limit || authorities.count > limit || additionals.count + extra > limit {
+            throw DNSMessageError(reason: "a section holds more than 65,535 entries")
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
@@ -93,22 +93,7 @@ extension DNSMessage {
             u16(question.recordClass)
         }
         func append(_ records: [Record], after questionName: String) throws(DNSMessageError) {
-            for record in records {
-                let dataCount = record.dataCount
-                guard dataCount <= Int(UInt16.max) else {
-                    throw DNSMessageError(reason: "a \(record.type) record of \(record.name) has \(dataCount) bytes of data; at most 65,535 fit")
-                }
-                if record.name == questionName {
-                    u16(0xC00C)
-                } else {
-                    Self.appendName(record.name, to: &bytes)
-                }
-                u16(record.type.rawValue)
-                u16(record.recordClass)
-                u32(record.ttlSeconds)
-                u16(UInt16(dataCount))
-                record.appendData(to: &bytes)
-            }
+            for record in records { try Self.append(record, after: questionName, to: &bytes) }
         }
         if hasRecords {
             try append(answers, after: questions[0].name)
@@ -126,6 +111,33 @@ extension DNSMessage {
             throw DNSMessageError(reason: "the message would be \(bytes.count) bytes; at most \(Self.maxSize) fit")
         }
         return bytes
+    }
+
+    /// One record: its owner name (a pointer to the first question's name when it is that name), type, class,
+    /// TTL and data.
+    private static func append(_ record: Record, after questionName: String, to bytes: inout [UInt8]) throws(DNSMessageError) {
+        let dataCount = record.dataCount
+        guard dataCount <= Int(UInt16.max) else {
+            throw DNSMessageError(reason: "a \(record.type) record of \(record.name) has \(dataCount) bytes of data; at most 65,535 fit")
+        }
+        if record.name == questionName {
+            bytes.append(0xC0)
+            bytes.append(0x0C)
+        } else {
+            appendName(record.name, to: &bytes)
+        }
+        let ttl = record.ttlSeconds
+        bytes.append(UInt8(record.type.rawValue >> 8))
+        bytes.append(UInt8(record.type.rawValue & 0xFF))
+        bytes.append(UInt8(record.recordClass >> 8))
+        bytes.append(UInt8(record.recordClass & 0xFF))
+        bytes.append(UInt8(ttl >> 24))
+        bytes.append(UInt8((ttl >> 16) & 0xFF))
+        bytes.append(UInt8((ttl >> 8) & 0xFF))
+        bytes.append(UInt8(ttl & 0xFF))
+        bytes.append(UInt8(dataCount >> 8))
+        bytes.append(UInt8(dataCount & 0xFF))
+        record.appendData(to: &bytes)
     }
 
     /// A name's labels, each cut at 63 bytes, then the root; empty labels (two dots in a row) are left out.
@@ -230,6 +242,7 @@ struct DNSReader {
 
     /// Reads a name, pointers followed, handing each label to `visit` in order. A name read as text must not have a
     /// dot inside a label (it would read as two); a name kept in RDATA keeps its labels apart and may.
+    @inline(__always)
     private mutating func walkName(
         _ part: @autoclosure () -> String,
         allowingDots: Bool = false,
