@@ -3,7 +3,12 @@ extension DNSMessage {
     /// skipped record by record (so an EDNS OPT record is accepted), but must be well formed. This is the DoH
     /// service's path for every request, so it reads no more than it needs.
     public init(parsingQuery bytes: some Collection<UInt8>) throws(DNSMessageError) {
-        var reader = try DNSReader(Array(bytes))
+        try self.init(parsingQuery: Array(bytes))
+    }
+
+    /// The same, for bytes already in an array: no generic copy on the DoH path.
+    public init(parsingQuery bytes: [UInt8]) throws(DNSMessageError) {
+        var reader = try DNSReader(bytes)
         let header = try reader.header()
         self.init(header: header, questions: try reader.questions(count: header.questionCount))
         let recordCount = Int(header.answerCount) + Int(header.authorityCount)
@@ -19,7 +24,12 @@ extension DNSMessage {
     /// Parses a whole message: every section, each record with its RDATA, names in the RDATA of the RFC 1035
     /// types expanded. An OPT record in the additional section sets ``hasEDNS`` and is not kept.
     public init(parsing bytes: some Collection<UInt8>) throws(DNSMessageError) {
-        var reader = try DNSReader(Array(bytes))
+        try self.init(parsing: Array(bytes))
+    }
+
+    /// The same, for bytes already in an array.
+    public init(parsing bytes: [UInt8]) throws(DNSMessageError) {
+        var reader = try DNSReader(bytes)
         let header = try reader.header()
         self.init(header: header, questions: try reader.questions(count: header.questionCount))
         answers = try reader.records(count: header.answerCount, section: "answer")
