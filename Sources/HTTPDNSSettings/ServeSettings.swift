@@ -107,7 +107,8 @@ public struct ServeSettings: Sendable {
     /// key a user writes: `cacheMinTTLSeconds (600) is larger than …, cacheMaxTTLSeconds (60)`.
     static func inUsersKeys(_ error: ConfigurationError) -> String {
         var reason = error.reason
-        for (libraryKey, setting) in libraryKeys where libraryKey != setting.key {
+        // Only camel-case keys: a plain word such as `port` or `tries` may also be prose or a user's value.
+        for (libraryKey, setting) in libraryKeys where libraryKey != setting.key && libraryKey.contains(where: \.isUppercase) {
             if let pattern = try? Regex("\\b\(libraryKey)\\b") { reason = reason.replacing(pattern, with: setting.key) }
         }
         return "\(libraryKeys[error.key]?.key ?? error.key) \(reason)"

@@ -139,7 +139,6 @@ private struct JSONParser {
         offset += 1
         var members: [(name: String, value: JSONValue)] = []
         var index: [String: Int] = [:]
-        // Names are told apart by their bytes: String's == would take two spellings of one character as one name.
         var seen: Set<[UInt8]> = []
         skipWhitespace()
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
@@ -151,7 +150,10 @@ private struct JSONParser {
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw error("expected a member name in quotes") }
             let name = try string()
-            guard seen.insert(Array(name.utf8)).inserted else { throw error("the member \"\(name)\" is given twice") }
+            // Refused whether the bytes repeat or only the characters do: either way a lookup would see one.
+            guard seen.insert(Array(name.utf8)).inserted, index[name] == nil else {
+                throw error("the member \"\(name)\" is given twice")
+            }
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw error("expected ':' after \"\(name)\"") }
             offset += 1

@@ -84,6 +84,40 @@ import Testing
         #expect(!channel.isActive, "the connection closed to end the body")
     }
 
+    /// After a body that the close ends, nothing may be written: it would read as more of the body.
+    @Test func nothingFollowsABodyEndedByTheClose() throws {
+        let f = try ServiceFixture(NativeAPITests.dual)
+        let channel = try f.http1Channel()
+        try channel.send("GET /resolve?host=a.example HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + HTTP1FrontTests.hit)
+        #expect(try channel.handedOn() == 4, "the hit behind it waits for the router, so it is handed on too")
+        for part in [HTTPResponsePart.head(HTTPResponse(status: .ok)), .body(ByteBuffer(string: "plain")), .end(nil)] {
+            try channel.writeOutbound(part)
+        }
+        let failed = channel.eventLoop.makePromise(of: Void.self)
+        channel.write(HTTPResponsePart.head(HTTPResponse(status: .ok)), promise: failed)
+        channel.flush()
+        #expect(throws: ChannelError.self) { try failed.futureResult.wait() }
+        var text = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            if case .byteBuffer(let buffer) = data { text += String(buffer: buffer) }
+        }
+        #expect(text.hasSuffix("\r\n\r\nplain"), "\(text)")
+    }
+
+    @Test func aHeadResponseNeverCarriesBothLengthHeadersAndHTTP10ClientsGetNo1xx() throws {
+        let head = try routerResponse("HEAD /resolve?host=a.example HTTP/1.1\r\nHost: x\r\n\r\n", [
+            HTTPResponsePart.head(HTTPResponse(status: .ok, headerFields: [.contentLength: "9", .transferEncoding: "chunked"])),
+            .end(nil),
+        ])
+        #expect(!head.lowercased().contains("transfer-encoding"), "\(head)")
+        let continued = try routerResponse("POST /dns-query HTTP/1.0\r\nContent-Length: 0\r\n\r\n", [
+            HTTPResponsePart.head(HTTPResponse(status: .continue)),
+            .head(HTTPResponse(status: .ok, headerFields: [.contentLength: "0"])),
+            .end(nil),
+        ])
+        #expect(continued.hasPrefix("HTTP/1.1 200 OK"), "\(continued)")
+    }
+
     @Test func aKnownLengthWinsOverTransferEncodingAndBodylessStatusesLoseBoth() throws {
         let both = try routerResponse(Self.get, [
             HTTPResponsePart.head(HTTPResponse(status: .ok, headerFields: [.contentLength: "2", .transferEncoding: "chunked"])),

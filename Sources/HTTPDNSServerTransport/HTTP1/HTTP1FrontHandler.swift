@@ -33,6 +33,8 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var lastActive = NIODeadline.uptimeNanoseconds(0)
     private var idleCheck: Scheduled<Void>?
     private var closeAfterLastResponse = false
+    /// A response whose body ends with the connection's close has been written: nothing more is read or answered.
+    private var endingWithClose = false
     private var flushPending = false
     private var handedOnDuringRead = false
     private var date = HTTPDate()
@@ -48,6 +50,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !endingWithClose else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             lastActive = context.eventLoop.now
@@ -114,6 +117,12 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Whether the router's response being written answers an HTTP/1.0 request, which cannot take a chunked body.
     var routerRespondsToHTTP10: Bool { owedByRouter.first?.isHTTP10 ?? false }
+
+    /// Called by ``HTTP1ResponseEncoder`` when the router's response ends with the connection's close (a body of
+    /// unknown length to an HTTP/1.0 client): requests read after it are neither answered nor handed on.
+    func endWithClose() {
+        endingWithClose = true
+    }
 
     /// Called by ``HTTP1ResponseEncoder`` once the end of the router's response to a request handed on has
     /// been written.

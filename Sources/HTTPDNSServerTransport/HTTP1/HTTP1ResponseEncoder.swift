@@ -22,6 +22,8 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
     private var date = HTTPDate()
     /// How the body of the response being written goes out.
     private var framing = Framing.asIs
+    /// A body ended by closing the connection has been written: nothing more may follow it.
+    private var outputEnded = false
 
     private enum Framing {
         case asIs
@@ -37,16 +39,23 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !outputEnded else {
+            promise?.fail(ChannelError.outputClosed)
+            return
+        }
         switch unwrapOutboundIn(data) {
         case .head(var head):
             let code = head.status.code
             let informational = code < 200
+            // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client.
+            if informational && front.routerRespondsToHTTP10 { return writeNothing(context: context, promise: promise) }
             let framing: Framing
             if informational || code == 204 || code == 304 {
                 head.headers.remove(name: "content-length")
                 head.headers.remove(name: "transfer-encoding")
                 framing = .none
             } else if front.routerRespondsToHEAD {
+                if head.headers.contains(name: "content-length") { head.headers.remove(name: "transfer-encoding") }
                 framing = .none
             } else if head.headers.contains(name: "content-length") {
                 head.headers.remove(name: "transfer-encoding")
@@ -93,6 +102,10 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
                 last.writeStaticString("\r\n")
                 context.write(wrapOutboundOut(.byteBuffer(last)), promise: promise)
             case .untilClose:
+                // Whatever came after would read as more of this body: the front answers nothing more, and this
+                // encoder writes nothing more.
+                outputEnded = true
+                front.endWithClose()
                 let sent = promise ?? context.eventLoop.makePromise()
                 writeNothing(context: context, promise: sent)
                 context.flush()

@@ -130,7 +130,7 @@ extension DNSMessage {
         guard dataCount <= Int(UInt16.max) else {
             throw DNSMessageError(reason: "a \(record.type) record of \(record.name) has \(dataCount) bytes of data; at most 65,535 fit")
         }
-        if record.name == questionName {
+        if record.name.utf8.elementsEqual(questionName.utf8) {
             bytes.append(0xC0)
             bytes.append(0x0C)
         } else {
@@ -152,16 +152,21 @@ extension DNSMessage {
 
     /// A name's labels, each cut at 63 bytes, then the root; empty labels (two dots in a row) are left out.
     static func appendName(_ name: String, to bytes: inout [UInt8]) {
-        let utf8 = name.utf8
-        var start = utf8.startIndex
-        while start < utf8.endIndex {
-            let end = utf8[start...].firstIndex(of: UInt8(ascii: ".")) ?? utf8.endIndex
-            let length = min(utf8.distance(from: start, to: end), 63)
-            if length > 0 {
-                bytes.append(UInt8(length))
-                bytes.append(contentsOf: utf8[start..<utf8.index(start, offsetBy: length)])
+        var name = name
+        // A native string's bytes are contiguous: walk them through a pointer, which is most of what encoding a DoH
+        // answer costs otherwise.
+        name.withUTF8 { utf8 in
+            var start = 0
+            while start < utf8.count {
+                var end = start
+                while end < utf8.count, utf8[end] != UInt8(ascii: ".") { end += 1 }
+                let length = min(end - start, 63)
+                if length > 0 {
+                    bytes.append(UInt8(length))
+                    bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<(start + length)]))
+                }
+                start = end + 1
             }
-            start = end == utf8.endIndex ? end : utf8.index(after: end)
         }
         bytes.append(0)
     }
@@ -274,7 +279,8 @@ struct DNSReader {
                 let end = cursor + 1 + Int(byte)
                 guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part()) runs past the end of the message") }
                 length += Int(byte) + 1
-                guard length <= 255 else { throw DNSMessageError(reason: "the name of \(part()) is longer than 255 bytes") }
+                // 255 bytes at most with the root's zero byte (RFC 1035 §3.1), so 254 for the labels.
+                guard length <= 254 else { throw DNSMessageError(reason: "the name of \(part()) is longer than 255 bytes") }
                 guard allowingDots || !bytes[(cursor + 1)..<end].contains(UInt8(ascii: ".")) else {
                     throw DNSMessageError(reason: "a label of \(part()) contains a dot")
                 }
