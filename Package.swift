@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "HTTPDNSCore", targets: ["HTTPDNSCore"]),
         .library(name: "HTTPDNSWire", targets: ["HTTPDNSWire"]),
         .library(name: "HTTPDNSCAres", targets: ["HTTPDNSCAres"]),
+        .library(name: "HTTPDNSClient", targets: ["HTTPDNSClient"]),
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
@@ -27,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // The C API of libc-ares-dev; imported only by HTTPDNSCAres.
@@ -58,6 +60,20 @@ let package = Package(
                 "HTTPDNSCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Clients of an HTTPDNS service over HTTPS, addressed by IP: the native API (and, next, DoH and JSON DNS),
+        // with failover between the service's addresses.
+        .target(
+            name: "HTTPDNSClient",
+            dependencies: [
+                "HTTPDNSCore",
+                "HTTPDNSWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The service's own connections: the HTTP/1.1 front and the HTTP/2 connection, which answer cache hits on
@@ -141,6 +157,10 @@ let package = Package(
             dependencies: ["HTTPDNSWire", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
         .testTarget(
+            name: "HTTPDNSClientTests",
+            dependencies: ["HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting"]
+        ),
+        .testTarget(
             name: "HTTPDNSSettingsTests",
             dependencies: ["HTTPDNSSettings", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSCAres"]
         ),
@@ -173,7 +193,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSIntegrationTests",
-            dependencies: ["HTTPDNSCAres", "HTTPDNSCore", "HTTPDNSTesting"]
+            dependencies: ["HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,139 @@
+import HTTPDNSCore
+import HTTPDNSWire
+import Logging
+import NIOCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Resolves through an HTTPDNS service's native API (`/d`, WIRE-FORMATS.md §1) over HTTPS, addressed by IP.
+///
+/// - Several addresses of the service: each request goes to the healthiest; one that fails is skipped for a
+///   cool-down that doubles with each failure, then probed again. Every attempt has its own timeout within the
+///   request's budget (2 s by default).
+/// - Answers are checked: the JSON is the wire format's, the name is the one asked, the addresses parse and are of
+///   their family, the TTLs are whole seconds. Anything else is a failure of the address that sent it, and the next
+///   address is asked; nothing malformed is ever an answer.
+/// - Signed requests for an account (`/{account}/sign_d`), when configured.
+///
+/// The native API does not tell NXDOMAIN from "no address of this family": both come back as no addresses, and
+/// this source reports them as no data.
+///
+/// Call ``shutdown()`` when done: it closes the kept-alive connections.
+public final class NativeServiceSource: ResolutionSource {
+    public struct Configuration: Sendable {
+        /// The service's addresses, `https://IP[:PORT]` each; tried in order of health.
+        public var servers: [ServiceEndpoint]
+        /// The name the service's certificate holds, when it is not the addresses' (it is then also the SNI).
+        /// Default none: the certificate must hold an IP SAN for each address.
+        public var serverName: String?
+        /// A PEM file of certificates to trust besides the system's (a private CA). Default none.
+        public var extraTrustRootsPEMFile: String?
+        /// The account to ask as, and how to sign. Default none: the unprefixed `/d`.
+        public var account: NativeRequest.Account?
+        /// How long one lookup may take, over every address tried. Default 2,000 ms.
+        public var budgetMs: Int = 2000
+        /// How long one address is given. Default 1,000 ms.
+        public var attemptTimeoutMs: Int = 1000
+        /// How long a failed address is left alone, doubled for each failure in a row. Default 1,000 ms.
+        public var coolDownMs: Int = 1000
+        /// The longest cool-down. Default 60,000 ms.
+        public var maxCoolDownMs: Int = 60_000
+        /// The name in stats, logs and metric dimensions. Default `httpdns`.
+        public var name: String = "httpdns"
+
+        public init(servers: [ServiceEndpoint]) {
+            self.servers = servers
+        }
+    }
+
+    public let configuration: Configuration
+    public var name: String { configuration.name }
+    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+
+    private let client: ServiceClient
+    private let unixTime: @Sendable () -> Int64
+
+    /// - Throws: ``ConfigurationError`` naming a setting that cannot work (no servers, a budget of 0, an unreadable
+    ///   trust-root file, a server name that is no host name).
+    public init(
+        configuration: Configuration,
+        clock: any MonotonicClock = SystemMonotonicClock(),
+        unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) },
+        logger: Logger = Logger(label: "httpdns.client")
+    ) throws(ConfigurationError) {
+        self.configuration = configuration
+        self.unixTime = unixTime
+        client = try ServiceClient(
+            settings: .init(
+                endpoints: configuration.servers,
+                serverName: configuration.serverName,
+                extraTrustRootsPEMFile: configuration.extraTrustRootsPEMFile,
+                budgetMs: configuration.budgetMs,
+                attemptTimeoutMs: configuration.attemptTimeoutMs,
+                coolDownMs: configuration.coolDownMs,
+                maxCoolDownMs: configuration.maxCoolDownMs,
+                maxAnswerBytes: 64 * 1024,
+                sourceName: configuration.name
+            ),
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
+        let request = NativeRequest(hosts: [host], families: families, account: configuration.account)
+        return try await client.get(request.target(unixSeconds: unixTime()), accept: "application/json", host: host) {
+            answer throws(ServiceClient.AttemptFailure) in
+            try Self.sourceAnswer(answer, host: host, families: families)
+        }
+    }
+
+    /// Reads one address's answer to `/d`.
+    static func sourceAnswer(_ answer: ServiceClient.Answer, host: HostName, families: AddressFamilies) throws(ServiceClient.AttemptFailure)
+        -> SourceAnswer
+    {
+        let bytes = Array(buffer: answer.body)
+        guard answer.status == .ok else {
+            let error = (try? NativeErrorBody(parsingJSON: bytes)).map { "\($0.code): \($0.message)" } ?? "no error body"
+            let message = "\(answer.endpoint) answered \(answer.status.code) for \(host) (\(error))"
+            switch answer.status.code {
+            case 400 where (try? NativeErrorBody(parsingJSON: bytes))?.code == .invalidHost:
+                throw .final(ResolutionError(.badName, message))
+            case 403:
+                throw .final(ResolutionError(.refused, message))
+            case 429, 503:
+                throw .tryNext(ResolutionError(answer.status.code == 429 ? .refused : .serverFailure, message))
+            default:
+                throw .tryNext(ResolutionError(.malformedAnswer, message))
+            }
+        }
+        let native: NativeAnswer
+        do {
+            native = try NativeAnswer(parsingJSON: bytes)
+        } catch {
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(host): \(error.reason)"))
+        }
+        guard native.host == host.value else {
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) answered for '\(native.host)' when asked for \(host)"))
+        }
+        func family<Address>(_ asked: Bool, _ addresses: [Address]?, _ label: String) throws(ServiceClient.AttemptFailure) -> FamilyAnswer<Address>? {
+            guard asked else { return nil }
+            guard let addresses else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) left \(label) out of its answer for \(host)"))
+            }
+            return addresses.isEmpty ? .negative(.noData, ttlSeconds: native.ttlSeconds) : .addresses(addresses, ttlSeconds: native.ttlSeconds)
+        }
+        return SourceAnswer(
+            ipv4: try family(families.contains(.ipv4), native.ipv4, "ips"),
+            ipv6: try family(families.contains(.ipv6), native.ipv6, "ipsv6")
+        )
+    }
+
+    /// Closes the kept-alive connections. Lookups after it fail.
+    public func shutdown() async {
+        await client.shutdown()
+    }
+}

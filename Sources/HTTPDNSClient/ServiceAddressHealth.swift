@@ -1,0 +1,63 @@
+import HTTPDNSCore
+
+/// Which of a service's addresses to try, and in what order: the healthy ones first, fastest first; an address
+/// that failed is left alone for a cool-down that doubles with each failure in a row, then tried again as a probe.
+/// When every address is cooling down, they are still tried, soonest-due first: a request is never refused here.
+///
+/// A value, driven by the time it is given, so every rule is testable without a clock or a network.
+struct ServiceAddressHealth: Sendable {
+    struct Entry: Sendable {
+        var failuresInARow = 0
+        /// Until when the address is left alone.
+        var coolingUntil: MonotonicInstant?
+        /// A moving average of its answers' latency, in nanoseconds.
+        var latencyNanoseconds: Double?
+    }
+
+    private(set) var entries: [Entry]
+    let coolDownSeconds: Double
+    let maxCoolDownSeconds: Double
+
+    init(count: Int, coolDownSeconds: Double, maxCoolDownSeconds: Double) {
+        entries = Array(repeating: Entry(), count: count)
+        self.coolDownSeconds = coolDownSeconds
+        self.maxCoolDownSeconds = maxCoolDownSeconds
+    }
+
+    /// The addresses to try for a request made `now`, in order.
+    func order(now: MonotonicInstant) -> [Int] {
+        let ready = entries.indices.filter { index in
+            guard let until = entries[index].coolingUntil else { return true }
+            return until <= now
+        }
+        // Healthy first (a probe after a cool-down comes after them), then by latency, then as configured.
+        let sortedReady = ready.sorted { a, b in
+            let (ea, eb) = (entries[a], entries[b])
+            if (ea.failuresInARow == 0) != (eb.failuresInARow == 0) { return ea.failuresInARow == 0 }
+            let (la, lb) = (ea.latencyNanoseconds ?? 0, eb.latencyNanoseconds ?? 0)
+            return la != lb ? la < lb : a < b
+        }
+        let cooling = entries.indices.filter { !ready.contains($0) }.sorted { entries[$0].coolingUntil! < entries[$1].coolingUntil! }
+        return sortedReady + cooling
+    }
+
+    mutating func succeeded(_ index: Int, latencyNanoseconds: UInt64) {
+        entries[index].failuresInARow = 0
+        entries[index].coolingUntil = nil
+        let sample = Double(latencyNanoseconds)
+        entries[index].latencyNanoseconds = entries[index].latencyNanoseconds.map { $0 * 0.8 + sample * 0.2 } ?? sample
+    }
+
+    mutating func failed(_ index: Int, now: MonotonicInstant) {
+        entries[index].failuresInARow += 1
+        let exponent = Double(min(entries[index].failuresInARow - 1, 30))
+        let seconds = min(coolDownSeconds * pow2(exponent), maxCoolDownSeconds)
+        entries[index].coolingUntil = MonotonicInstant(nanoseconds: now.nanoseconds &+ UInt64(seconds * 1_000_000_000))
+    }
+
+    private func pow2(_ exponent: Double) -> Double {
+        var value = 1.0
+        for _ in 0..<Int(exponent) { value *= 2 }
+        return value
+    }
+}

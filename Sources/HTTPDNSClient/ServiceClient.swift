@@ -1,0 +1,194 @@
+import AsyncHTTPClient
+import HTTPDNSCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import Synchronization
+
+/// HTTPS to the addresses of one HTTPDNS service: one kept-alive `HTTPClient` per address, failover between them
+/// within a time budget, and each address's health (``ServiceAddressHealth``). The sources of this module ask their
+/// service through it.
+///
+/// TLS always verifies the certificate. Without a server name it must hold an IP SAN for the address asked; with
+/// one, that name is the SNI and is what the certificate must hold (AsyncHTTPClient's `dnsOverride` sends the
+/// request to the address while keeping the name). A certificate that is not accepted fails that address at once,
+/// with no retry until a connect timeout.
+final class ServiceClient: Sendable {
+    struct Settings: Sendable {
+        var endpoints: [ServiceEndpoint]
+        var serverName: String?
+        var extraTrustRootsPEMFile: String?
+        var budgetMs: Int
+        var attemptTimeoutMs: Int
+        var coolDownMs: Int
+        var maxCoolDownMs: Int
+        /// The largest answer read; more is an error of the address that sent it.
+        var maxAnswerBytes: Int
+        var sourceName: String
+    }
+
+    /// One address's answer: its status, headers and body.
+    struct Answer: Sendable {
+        var status: HTTPResponseStatus
+        var body: ByteBuffer
+        var endpoint: ServiceEndpoint
+    }
+
+    /// What an attempt's outcome means for the next address.
+    enum AttemptFailure: Error {
+        /// This address failed; another may answer.
+        case tryNext(ResolutionError)
+        /// The request itself is wrong; no address will answer it differently.
+        case final(ResolutionError)
+    }
+
+    let settings: Settings
+    private let clients: [HTTPClient]
+    private let health: Mutex<ServiceAddressHealth>
+    private let clock: any MonotonicClock
+    private let logger: Logger
+
+    init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
+        guard !settings.endpoints.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one service") }
+        guard settings.budgetMs > 0 else { throw ConfigurationError(key: "budgetMs", reason: "must be a positive number of milliseconds, not \(settings.budgetMs)") }
+        guard settings.attemptTimeoutMs > 0 else {
+            throw ConfigurationError(key: "attemptTimeoutMs", reason: "must be a positive number of milliseconds, not \(settings.attemptTimeoutMs)")
+        }
+        guard settings.coolDownMs >= 0, settings.maxCoolDownMs >= settings.coolDownMs else {
+            throw ConfigurationError(key: "coolDownMs", reason: "must be ≥ 0 and at most maxCoolDownMs (\(settings.maxCoolDownMs)), not \(settings.coolDownMs)")
+        }
+        if let name = settings.serverName, (try? HostName(name)) == nil {
+            throw ConfigurationError(key: "serverName", reason: "'\(name)' is not a host name")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let path = settings.extraTrustRootsPEMFile {
+            do {
+                let certificates = try NIOSSLCertificate.fromPEMFile(path)
+                guard !certificates.isEmpty else { throw ConfigurationError(key: "cacert", reason: "\(path) holds no certificate") }
+                tls.additionalTrustRoots = [.certificates(certificates)]
+            } catch let error as ConfigurationError {
+                throw error
+            } catch {
+                throw ConfigurationError(key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)")
+            }
+        }
+        for endpoint in settings.endpoints where endpoint.scheme == .http {
+            logger.warning(
+                "asking an HTTPDNS service over plain HTTP: answers can be read and changed on the way",
+                metadata: ["httpdns.service": "\(endpoint)"]
+            )
+        }
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger
+        health = Mutex(
+            ServiceAddressHealth(
+                count: settings.endpoints.count,
+                coolDownSeconds: Double(settings.coolDownMs) / 1000,
+                maxCoolDownSeconds: Double(settings.maxCoolDownMs) / 1000
+            )
+        )
+        clients = settings.endpoints.map { endpoint in
+            var configuration = HTTPClient.Configuration(
+                tlsConfiguration: tls,
+                redirectConfiguration: .disallow,
+                timeout: .init(connect: .milliseconds(Int64(settings.attemptTimeoutMs)), read: .milliseconds(Int64(settings.attemptTimeoutMs)))
+            )
+            // A failed connection is this address's failure, reported now: the next address is tried instead of
+            // this one again until the connect timeout. Certificate errors above all.
+            configuration.connectionPool.retryConnectionEstablishment = false
+            if let name = settings.serverName {
+                configuration.dnsOverride = [name: endpoint.address.description]
+            }
+            return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        }
+    }
+
+    /// The URL of `target` (path and query) on `endpoint`: by the server name when there is one, else by IP.
+    private func url(_ target: String, on endpoint: ServiceEndpoint) -> String {
+        let host = settings.serverName ?? endpoint.urlHost
+        let defaultPort = endpoint.scheme == .https ? 443 : 80
+        return "\(endpoint.scheme.rawValue)://\(host)\(endpoint.port == defaultPort ? "" : ":\(endpoint.port)")\(endpoint.path)\(target)"
+    }
+
+    /// Sends `GET target` to the service's addresses in order of health until one answers in a way `accept` takes,
+    /// within the budget.
+    /// - Parameter accept: reads an answer; throws ``AttemptFailure/tryNext(_:)`` when the address failed (the next
+    ///   is tried) or ``AttemptFailure/final(_:)`` when no address would answer otherwise.
+    /// - Throws: ``ResolutionError``: the last address's failure when all failed, `.timeout` when the budget ran out.
+    func get<Result: Sendable>(
+        _ target: String,
+        accept acceptHeader: String,
+        host: HostName,
+        _ accept: (Answer) throws(AttemptFailure) -> Result
+    ) async throws(ResolutionError) -> Result {
+        let started = clock.now()
+        let budgetEnds = NIODeadline.now() + .milliseconds(Int64(settings.budgetMs))
+        var lastError: ResolutionError?
+        for index in health.withLock({ $0.order(now: started) }) {
+            let now = NIODeadline.now()
+            guard now < budgetEnds else { break }
+            let endpoint = settings.endpoints[index]
+            let attemptEnds = min(budgetEnds, now + .milliseconds(Int64(settings.attemptTimeoutMs)))
+            var request = HTTPClientRequest(url: url(target, on: endpoint))
+            request.headers.add(name: "Accept", value: acceptHeader)
+            let attemptStarted = ContinuousClock.now
+            do {
+                let response = try await clients[index].execute(request, deadline: attemptEnds, logger: logger)
+                let body = try await response.body.collect(upTo: settings.maxAnswerBytes)
+                let result = try accept(Answer(status: response.status, body: body, endpoint: endpoint))
+                let elapsed = attemptStarted.duration(to: .now).components
+                health.withLock {
+                    $0.succeeded(index, latencyNanoseconds: UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000))
+                }
+                return result
+            } catch let failure as AttemptFailure {
+                switch failure {
+                case .final(let error):
+                    // The request was answered, wrongly for this request only: the address is healthy.
+                    health.withLock { $0.succeeded(index, latencyNanoseconds: 0) }
+                    throw error
+                case .tryNext(let error):
+                    lastError = error
+                }
+            } catch is CancellationError {
+                throw ResolutionError(.timeout, "the lookup of \(host) was cancelled")
+            } catch {
+                lastError = Self.describe(error, endpoint: endpoint, host: host)
+            }
+            health.withLock { $0.failed(index, now: clock.now()) }
+            logger.debug("service address failed", metadata: ["httpdns.service": "\(endpoint)", "error": "\(lastError!)"])
+        }
+        if let lastError, NIODeadline.now() < budgetEnds { throw lastError }
+        let tried = lastError.map { "; the last failure: \($0.message)" } ?? ""
+        throw ResolutionError(.timeout, "no \(settings.sourceName) service answered for \(host) within \(settings.budgetMs) ms\(tried)")
+    }
+
+    /// An error of AsyncHTTPClient, NIO or TLS, as what it says about the address.
+    static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: HostName) -> ResolutionError {
+        let text = "\(error)"
+        if error is NIOSSLError || error is NIOSSLExtraError {
+            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted (\(text))")
+        }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .connectTimeout:
+                return ResolutionError(.timeout, "\(endpoint) did not answer for \(host) in time")
+            case .bodyLengthMismatch:
+                return ResolutionError(.malformedAnswer, "\(endpoint) sent an answer for \(host) that could not be read: \(error)")
+            default:
+                break
+            }
+        }
+        if error is NIOTooManyBytesError {
+            return ResolutionError(.malformedAnswer, "\(endpoint) sent more than the answer for \(host) can hold")
+        }
+        return ResolutionError(.serverUnreachable, "\(endpoint) could not be reached for \(host): \(text)")
+    }
+
+    func shutdown() async {
+        for client in clients { try? await client.shutdown() }
+    }
+}

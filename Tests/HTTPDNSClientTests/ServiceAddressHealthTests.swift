@@ -1,0 +1,41 @@
+import HTTPDNSCore
+import Testing
+
+@testable import HTTPDNSClient
+
+/// Which address is asked first: healthy and fast ones, then probes after a cool-down that doubles.
+@Suite struct ServiceAddressHealthTests {
+    let start = MonotonicInstant(nanoseconds: 1_000_000_000)
+
+    func at(_ seconds: Double) -> MonotonicInstant { MonotonicInstant(nanoseconds: start.nanoseconds + UInt64(seconds * 1e9)) }
+
+    @Test func aFailedAddressWaitsOutItsCoolDownWhichDoubles() {
+        var health = ServiceAddressHealth(count: 2, coolDownSeconds: 1, maxCoolDownSeconds: 3)
+        #expect(health.order(now: start) == [0, 1])
+        health.failed(0, now: start)
+        #expect(health.order(now: at(0.5)) == [1, 0], "cooling: asked last")
+        #expect(health.order(now: at(1)) == [1, 0], "due again, as a probe after the healthy one")
+        health.failed(0, now: at(1))
+        #expect(health.entries[0].coolingUntil == at(3), "2 s the second time")
+        health.failed(0, now: at(3))
+        #expect(health.entries[0].coolingUntil == at(6), "capped at 3 s")
+        health.succeeded(0, latencyNanoseconds: 1_000)
+        #expect(health.entries[0].failuresInARow == 0 && health.entries[0].coolingUntil == nil)
+    }
+
+    @Test func theFasterHealthyAddressGoesFirst() {
+        var health = ServiceAddressHealth(count: 3, coolDownSeconds: 1, maxCoolDownSeconds: 60)
+        health.succeeded(0, latencyNanoseconds: 9_000_000)
+        health.succeeded(1, latencyNanoseconds: 1_000_000)
+        health.succeeded(2, latencyNanoseconds: 5_000_000)
+        #expect(health.order(now: start) == [1, 2, 0])
+    }
+
+    @Test func whenAllAreCoolingTheSoonestDueIsStillTried() {
+        var health = ServiceAddressHealth(count: 2, coolDownSeconds: 1, maxCoolDownSeconds: 60)
+        health.failed(0, now: start)
+        health.failed(0, now: at(1))
+        health.failed(1, now: at(1))
+        #expect(health.order(now: at(1.5)) == [1, 0])
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import HTTPDNSClient
+import HTTPDNSCore
+import HTTPDNSTesting
+import Testing
+
+/// The native API client against our own `httpdns serve` over TLS, with certificates made at test time and a real
+/// dnsmasq as the service's upstream.
+@Suite("NativeServiceSource against httpdns serve over TLS", .timeLimit(.minutes(1)))
+struct NativeServiceSourceTests {
+    /// A certificate for `subjectAltName` (`IP:127.0.0.1,DNS:serve.test`), made now, in a directory removed afterwards.
+    static func withCertificate<T>(_ subjectAltName: String, _ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-client-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let made = try await ChildProcess.run(
+            executable: try #require(ChildProcess.find("openssl"), "openssl is missing: run scripts/install-deps.sh"),
+            arguments: [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", "\(directory)/key.pem", "-out", "\(directory)/cert.pem", "-days", "1",
+                "-subj", "/CN=httpdns client test", "-addext", "subjectAltName=\(subjectAltName)",
+            ]
+        )
+        try #require(made.status == .exited(0), "openssl failed: \(made.stderr)")
+        return try await body("\(directory)/cert.pem", "\(directory)/key.pem")
+    }
+
+    /// A running service over TLS with a certificate for `subjectAltName`, and its certificate file.
+    static func withService<T>(
+        _ subjectAltName: String = "IP:127.0.0.1,DNS:serve.test",
+        _ body: (_ url: String, _ certificate: String) async throws -> T
+    ) async throws -> T {
+        try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
+            try await withCertificate(subjectAltName) { certificate, key in
+                let server = try ServiceProcess.start(
+                    ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
+                    environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
+                )
+                defer { server.stop() }
+                return try await body("https://127.0.0.1:\(server.port)", certificate)
+            }
+        }
+    }
+
+    static func source(_ urls: [String], cacert: String?, serverName: String? = nil, configure: (inout NativeServiceSource.Configuration) -> Void = { _ in })
+        throws -> NativeServiceSource
+    {
+        var configuration = NativeServiceSource.Configuration(servers: try urls.map { try ServiceEndpoint(parsing: $0) })
+        configuration.extraTrustRootsPEMFile = cacert
+        configuration.serverName = serverName
+        configure(&configuration)
+        return try NativeServiceSource(configuration: configuration)
+    }
+
+    /// Runs `body` with `source`, and shuts it down afterwards whatever happens.
+    static func using<T>(_ source: NativeServiceSource, _ body: (NativeServiceSource) async throws -> T) async throws -> T {
+        do {
+            let result = try await body(source)
+            await source.shutdown()
+            return result
+        } catch {
+            await source.shutdown()
+            throw error
+        }
+    }
+
+    /// The addresses of a family's answer, whatever its TTL (the service's cache counts it down as tests run).
+    static func addresses<Address>(_ answer: FamilyAnswer<Address>?) -> [Address]? {
+        guard case .addresses(let addresses, _)? = answer else { return nil }
+        return addresses
+    }
+
+    @Test func answersThroughTheServiceVerifyingItsIPCertificate() async throws {
+        try await Self.withService { url, certificate in
+            try await Self.using(try Self.source([url], cacert: certificate)) { source in
+                let answer = try await source.query(try HostName("serve.test"), families: .all)
+                #expect(Self.addresses(answer.ipv4) == [IPv4Address("127.0.0.1")!])
+                #expect(Self.addresses(answer.ipv6) == [IPv6Address("::1")!])
+                // The service's cache counts the TTL down from dnsmasq's 300 s.
+                guard case .addresses(_, let ttl)? = answer.ipv4 else { return }
+                #expect(ttl <= 300 && ttl > 200)
+                // A name the upstream does not know comes back as no data, with the service's negative TTL.
+                let missing = try await source.query(try HostName("missing.test"), families: .ipv4)
+                guard case .negative(.noData, _)? = missing.ipv4 else {
+                    Issue.record("expected no data, got \(String(describing: missing.ipv4))")
+                    return
+                }
+                // Through the cache, as every source is used.
+                let cache = try ResolverCache(source: source)
+                #expect(try await cache.resolve(try HostName("serve.test"), families: .ipv4).ipv4 == [IPv4Address("127.0.0.1")!])
+            }
+        }
+    }
+
+    /// With a server name, that name is what the certificate must hold (and the SNI). Here the certificate holds the
+    /// name only: NIOSSL also accepts a certificate holding the IP address connected to, whatever name was asked,
+    /// so a certificate with an IP SAN would pass for any name.
+    @Test func aServerNameIsWhatTheCertificateMustHold() async throws {
+        try await Self.withService("DNS:serve.test") { url, certificate in
+            try await Self.using(try Self.source([url], cacert: certificate, serverName: "serve.test")) { source in
+                let answer = try await source.query(try HostName("serve.test"), families: .ipv4)
+                #expect(Self.addresses(answer.ipv4) == [IPv4Address("127.0.0.1")!])
+            }
+            // Another name, or none (the IP), fails on the certificate: at once, not after retrying until the
+            // connect timeout (a long budget would otherwise end in a timeout).
+            for serverName in ["wrong.test", nil] {
+                let source = try Self.source([url], cacert: certificate, serverName: serverName) {
+                    $0.budgetMs = 20_000
+                    $0.attemptTimeoutMs = 20_000
+                }
+                try await Self.using(source) { source in
+                    let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
+                    #expect(error?.code == .certificateRejected, "\(serverName ?? "no name"): \(String(describing: error))")
+                }
+            }
+        }
+    }
+
+    @Test func aCertificateNotTrustedIsRejected() async throws {
+        try await Self.withService { url, _ in
+            try await Self.using(try Self.source([url], cacert: nil) { $0.budgetMs = 20_000; $0.attemptTimeoutMs = 20_000 }) { source in
+                let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
+                #expect(error?.code == .certificateRejected, "\(String(describing: error))")
+            }
+        }
+    }
+
+    /// The first address is down, or presents a certificate for another address: the next one answers.
+    @Test func theNextAddressAnswersWhenTheFirstFails() async throws {
+        let closedPort = try ResolveCommandTests.unusedPort()
+        try await Self.withService { url, certificate in
+            try await Self.using(try Self.source(["https://127.0.0.1:\(closedPort)", url], cacert: certificate)) { source in
+                let answer = try await source.query(try HostName("serve.test"), families: .ipv4)
+                #expect(Self.addresses(answer.ipv4) == [IPv4Address("127.0.0.1")!])
+            }
+            // A second service whose certificate names another address, trusted by its own file.
+            try await Self.withService("IP:127.0.0.9") { wrongURL, wrongCertificate in
+                let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-bundle-\(UUID().uuidString).pem").path
+                defer { try? FileManager.default.removeItem(atPath: bundle) }
+                let both = try String(contentsOfFile: wrongCertificate, encoding: .utf8) + String(contentsOfFile: certificate, encoding: .utf8)
+                try both.write(toFile: bundle, atomically: true, encoding: .utf8)
+                try await Self.using(try Self.source([wrongURL, url], cacert: bundle)) { source in
+                    let answer = try await source.query(try HostName("serve.test"), families: .ipv4)
+                    #expect(Self.addresses(answer.ipv4) == [IPv4Address("127.0.0.1")!])
+                }
+            }
+        }
+    }
+
+    @Test func whenEveryAddressIsDownTheErrorSaysSo() async throws {
+        let ports = [try ResolveCommandTests.unusedPort(), try ResolveCommandTests.unusedPort()]
+        let source = try Self.source(ports.map { "https://127.0.0.1:\($0)" }, cacert: nil)
+        try await Self.using(source) { source in
+            let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
+            #expect(error?.code == .serverUnreachable, "\(String(describing: error))")
+            #expect(error?.message.contains("could not be reached") == true)
+        }
+    }
+}
