@@ -158,7 +158,14 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSClientTests",
-            dependencies: ["HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting"]
+            dependencies: [
+                "HTTPDNSClient",
+                "HTTPDNSCore",
+                "HTTPDNSTesting",
+                "HTTPDNSWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "HTTPDNSSettingsTests",

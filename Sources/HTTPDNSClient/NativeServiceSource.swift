@@ -85,7 +85,7 @@ public final class NativeServiceSource: ResolutionSource {
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         let request = NativeRequest(hosts: [host], families: families, account: configuration.account)
-        return try await client.get(request.target(unixSeconds: unixTime()), accept: "application/json", host: host) {
+        return try await client.send(request.target(unixSeconds: unixTime()), accept: "application/json", host: host) {
             answer throws(ServiceClient.AttemptFailure) in
             try Self.sourceAnswer(answer, host: host, families: families)
         }

@@ -113,14 +113,15 @@ final class ServiceClient: Sendable {
         return "\(endpoint.scheme.rawValue)://\(host)\(endpoint.port == defaultPort ? "" : ":\(endpoint.port)")\(endpoint.path)\(target)"
     }
 
-    /// Sends `GET target` to the service's addresses in order of health until one answers in a way `accept` takes,
-    /// within the budget.
+    /// Sends `GET target` (or, with a body, `POST`) to the service's addresses in order of health until one answers
+    /// in a way `accept` takes, within the budget.
     /// - Parameter accept: reads an answer; throws ``AttemptFailure/tryNext(_:)`` when the address failed (the next
     ///   is tried) or ``AttemptFailure/final(_:)`` when no address would answer otherwise.
     /// - Throws: ``ResolutionError``: the last address's failure when all failed, `.timeout` when the budget ran out.
-    func get<Result: Sendable>(
+    func send<Result: Sendable>(
         _ target: String,
         accept acceptHeader: String,
+        body: (contentType: String, bytes: [UInt8])? = nil,
         host: HostName,
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
@@ -134,6 +135,11 @@ final class ServiceClient: Sendable {
             let attemptEnds = min(budgetEnds, now + .milliseconds(Int64(settings.attemptTimeoutMs)))
             var request = HTTPClientRequest(url: url(target, on: endpoint))
             request.headers.add(name: "Accept", value: acceptHeader)
+            if let body {
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: body.contentType)
+                request.body = .bytes(body.bytes)
+            }
             let attemptStarted = ContinuousClock.now
             do {
                 let response = try await clients[index].execute(request, deadline: attemptEnds, logger: logger)

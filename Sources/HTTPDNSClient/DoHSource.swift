@@ -1,0 +1,217 @@
+import HTTPDNSCore
+import HTTPDNSWire
+import Logging
+import NIOCore
+
+/// Resolves through DNS over HTTPS (RFC 8484) to a service addressed by IP: a DNS query per address family, sent
+/// by GET (`?dns=` base64url) or POST (`application/dns-message`), at the URL's path or `/dns-query`.
+///
+/// The same failover, budget, cool-downs and TLS rules as ``NativeServiceSource``. Answers are checked as a
+/// resolver's are: a response to our query (QR set, ID 0, the same question), addresses taken only from records
+/// owned by the name or by the CNAME chain from it, of the type asked. NXDOMAIN and NODATA are answers, with the
+/// negative TTL of the authority's SOA (RFC 2308) when there is one; SERVFAIL and REFUSED are that address's
+/// failure, and the next is asked.
+public final class DoHSource: ResolutionSource {
+    public struct Configuration: Sendable {
+        public enum Method: Sendable, Hashable {
+            case get, post
+        }
+
+        /// The service's addresses, `https://IP[:PORT][/PATH]` each; without a path, `/dns-query`.
+        public var servers: [ServiceEndpoint]
+        /// The name the service's certificate holds, when it is not the addresses' (it is then also the SNI).
+        public var serverName: String?
+        /// A PEM file of certificates to trust besides the system's.
+        public var extraTrustRootsPEMFile: String?
+        /// GET (the default, cacheable by HTTP caches) or POST.
+        public var method: Method = .get
+        /// How long one lookup may take, over every address tried. Default 2,000 ms.
+        public var budgetMs: Int = 2000
+        /// How long one address is given. Default 1,000 ms.
+        public var attemptTimeoutMs: Int = 1000
+        /// How long a failed address is left alone, doubled for each failure in a row. Default 1,000 ms.
+        public var coolDownMs: Int = 1000
+        /// The longest cool-down. Default 60,000 ms.
+        public var maxCoolDownMs: Int = 60_000
+        /// The name in stats, logs and metric dimensions. Default `doh`.
+        public var name: String = "doh"
+
+        public init(servers: [ServiceEndpoint]) {
+            self.servers = servers
+        }
+    }
+
+    public let configuration: Configuration
+    public var name: String { configuration.name }
+    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+
+    private let client: ServiceClient
+
+    /// - Throws: ``ConfigurationError`` naming a setting that cannot work.
+    public init(
+        configuration: Configuration,
+        clock: any MonotonicClock = SystemMonotonicClock(),
+        logger: Logger = Logger(label: "httpdns.client")
+    ) throws(ConfigurationError) {
+        var configuration = configuration
+        configuration.servers = configuration.servers.map { $0.path.isEmpty ? $0.withPath("/dns-query") : $0 }
+        self.configuration = configuration
+        client = try ServiceClient(
+            settings: .init(
+                endpoints: configuration.servers,
+                serverName: configuration.serverName,
+                extraTrustRootsPEMFile: configuration.extraTrustRootsPEMFile,
+                budgetMs: configuration.budgetMs,
+                attemptTimeoutMs: configuration.attemptTimeoutMs,
+                coolDownMs: configuration.coolDownMs,
+                maxCoolDownMs: configuration.maxCoolDownMs,
+                maxAnswerBytes: DNSMessage.maxSize,
+                sourceName: configuration.name
+            ),
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
+        // One query per family, both at once.
+        async let ipv4: FamilyAnswer<IPv4Address>? = families.contains(.ipv4) ? lookUp(host, .ipv4).map { $0.compactMap(\.v4) } : nil
+        async let ipv6: FamilyAnswer<IPv6Address>? = families.contains(.ipv6) ? lookUp(host, .ipv6).map { $0.compactMap(\.v6) } : nil
+        return SourceAnswer(ipv4: try await ipv4, ipv6: try await ipv6)
+    }
+
+    private func lookUp(_ host: HostName, _ family: AddressFamily) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
+        let type = DNSRecordType(rawValue: family.recordType)
+        let query = DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: host.value, type: type)])
+        let bytes: [UInt8]
+        do {
+            bytes = try query.encoded()
+        } catch {
+            throw ResolutionError(.internalError, "the query for \(host) could not be encoded: \(error)")
+        }
+        let accept = "application/dns-message"
+        let read = { (answer: ServiceClient.Answer) throws(ServiceClient.AttemptFailure) -> FamilyAnswer<IPAddress> in
+            try Self.familyAnswer(answer, host: host, type: type)
+        }
+        switch configuration.method {
+        case .get:
+            return try await client.send("?dns=\(Base64URL.encode(bytes))", accept: accept, host: host, read)
+        case .post:
+            return try await client.send("", accept: accept, body: (accept, bytes), host: host, read)
+        }
+    }
+
+    /// Reads one address's DoH response to the query for `host` and `type`.
+    static func familyAnswer(_ answer: ServiceClient.Answer, host: HostName, type: DNSRecordType) throws(ServiceClient.AttemptFailure)
+        -> FamilyAnswer<IPAddress>
+    {
+        let from = "\(answer.endpoint)"
+        guard answer.status == .ok else {
+            let error = ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code) for \(host)")
+            throw answer.status.code == 400 ? .final(error) : .tryNext(error)
+        }
+        let message: DNSMessage
+        do {
+            message = try DNSMessage(parsing: Array(buffer: answer.body))
+        } catch {
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a malformed DNS response for \(host): \(error.reason)"))
+        }
+        guard message.isResponse, message.id == 0, message.questions.count == 1,
+            message.questions[0].type == type, message.questions[0].recordClass == 1,
+            message.questions[0].name.lowercased() == host.value
+        else {
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a response that does not answer the query for \(host) \(type)"))
+        }
+        switch message.responseCode {
+        case .noError:
+            break
+        case .nameError:
+            return .negative(.nameNotFound, ttlSeconds: negativeTTL(message))
+        case .serverFailure:
+            throw .tryNext(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
+        case .refused:
+            throw .tryNext(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
+        default:
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) answered \(message.responseCode) for \(host)"))
+        }
+        // Follow the CNAME chain from the name asked; take the addresses its last name owns. The TTL is the
+        // smallest along the way.
+        var owner = host.value
+        var ttl = UInt32.max
+        var seen: Set<String> = [owner]
+        while let alias = message.answers.first(where: { $0.type == .cname && $0.name.lowercased() == owner }) {
+            guard let target = uncompressedName(alias.data), seen.insert(target).inserted else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a CNAME chain for \(host) that loops or cannot be read"))
+            }
+            ttl = min(ttl, alias.ttlSeconds)
+            owner = target
+        }
+        let records = message.answers.filter { $0.type == type && $0.name.lowercased() == owner }
+        var addresses: [IPAddress] = []
+        for record in records {
+            guard let address = record.address else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a \(type) record for \(host) whose data is no address"))
+            }
+            addresses.append(address)
+            ttl = min(ttl, record.ttlSeconds)
+        }
+        guard !addresses.isEmpty else { return .negative(.noData, ttlSeconds: negativeTTL(message)) }
+        return .addresses(addresses, ttlSeconds: ttl)
+    }
+
+    /// RFC 2308 §5: the smaller of the authority SOA's TTL and its MINIMUM field; nil without an SOA.
+    static func negativeTTL(_ message: DNSMessage) -> UInt32? {
+        guard let soa = message.authorities.first(where: { $0.type == .soa }) else { return nil }
+        let data = soa.data
+        guard data.count >= 4 else { return soa.ttlSeconds }
+        let minimum = data[(data.count - 4)...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return min(soa.ttlSeconds, minimum)
+    }
+
+    /// A name in RDATA (uncompressed labels), as lower-case text without the trailing dot; nil if it is not one.
+    static func uncompressedName(_ data: [UInt8]) -> String? {
+        var labels: [String] = []
+        var index = 0
+        while index < data.count {
+            let length = Int(data[index])
+            if length == 0 { return index + 1 == data.count ? labels.joined(separator: ".").lowercased() : nil }
+            guard length < 64, index + 1 + length <= data.count else { return nil }
+            labels.append(String(decoding: data[(index + 1)...(index + length)], as: UTF8.self))
+            index += 1 + length
+        }
+        return nil
+    }
+
+    public func shutdown() async {
+        await client.shutdown()
+    }
+}
+
+extension IPAddress {
+    var v4: IPv4Address? {
+        if case .v4(let address) = self { address } else { nil }
+    }
+
+    var v6: IPv6Address? {
+        if case .v6(let address) = self { address } else { nil }
+    }
+}
+
+extension FamilyAnswer {
+    /// The same answer with its addresses mapped.
+    func map<Other>(_ transform: ([Address]) -> [Other]) -> FamilyAnswer<Other> {
+        switch self {
+        case .addresses(let addresses, let ttl): .addresses(transform(addresses), ttlSeconds: ttl)
+        case .negative(let kind, let ttl): .negative(kind, ttlSeconds: ttl)
+        }
+    }
+}
+
+extension ServiceEndpoint {
+    /// The same endpoint at `path`.
+    func withPath(_ path: String) -> ServiceEndpoint {
+        // Built from its own description, which always parses back.
+        (try? ServiceEndpoint(parsing: "\(self)\(path)")) ?? self
+    }
+}
