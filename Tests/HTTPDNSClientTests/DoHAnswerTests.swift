@@ -69,3 +69,32 @@ import Testing
         #expect(throws: ServiceClient.AttemptFailure.self) { try DoHSource.familyAnswer(garbage, host: host, type: .a) }
     }
 }
+
+/// How a JSON DNS answer is read.
+@Suite struct JSONDNSAnswerTests {
+    let endpoint = try! ServiceEndpoint(parsing: "https://127.0.0.1/dns-query")
+    let host = try! HostName("www.example.test")
+
+    func read(_ text: String) throws(ServiceClient.AttemptFailure) -> FamilyAnswer<IPAddress> {
+        try JSONDNSSource.familyAnswer(.init(status: .ok, body: ByteBuffer(string: text), endpoint: endpoint), host: host, type: .a)
+    }
+
+    @Test func followsTheCNAMEChain() throws {
+        let text = #"{"Status":0,"Question":[{"name":"www.example.test.","type":1}],"Answer":[{"name":"www.example.test.","type":5,"TTL":20,"data":"edge.example.test."},{"name":"edge.example.test.","type":1,"TTL":60,"data":"192.0.2.7"},{"name":"other.test.","type":1,"TTL":60,"data":"203.0.113.9"}]}"#
+        #expect(try read(text) == .addresses([.v4(IPv4Address("192.0.2.7")!)], ttlSeconds: 20))
+    }
+
+    @Test func whatDoesNotAnswerTheQuestionIsRefused() {
+        for text in [
+            #"{"Status":0,"Question":[{"name":"other.test.","type":1}]}"#,
+            #"{"Status":0,"Question":[{"name":"www.example.test.","type":28}]}"#,
+            #"{"Status":2,"Question":[{"name":"www.example.test.","type":1}]}"#,
+            #"{"Status":0,"Question":[{"name":"www.example.test.","type":1}],"Answer":[{"name":"www.example.test.","type":1,"TTL":-1,"data":"192.0.2.7"}]}"#,
+            #"{"Status":0,"Question":[{"name":"www.example.test.","type":1}],"Answer":[{"name":"www.example.test.","type":1,"TTL":5,"data":"2001:db8::1"}]}"#,
+            #"not json"#,
+        ] {
+            #expect(throws: ServiceClient.AttemptFailure.self, "\(text)") { try read(text) }
+        }
+        #expect((try? read(#"{"Status":3,"Question":[{"name":"www.example.test","type":1}]}"#)) == .negative(.nameNotFound, ttlSeconds: nil))
+    }
+}

@@ -42,3 +42,29 @@ struct DoHSourceTests {
         }
     }
 }
+
+/// The JSON DNS client against the same service.
+@Suite("JSONDNSSource against httpdns serve over TLS", .timeLimit(.minutes(1)))
+struct JSONDNSSourceTests {
+    @Test func answersAndTellsNXDOMAINApart() async throws {
+        try await NativeServiceSourceTests.withService { url, certificate in
+            var configuration = JSONDNSSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
+            configuration.extraTrustRootsPEMFile = certificate
+            let source = try JSONDNSSource(configuration: configuration)
+            do {
+                let answer = try await source.query(try HostName("serve.test"), families: .all)
+                #expect(NativeServiceSourceTests.addresses(answer.ipv4) == [IPv4Address("127.0.0.1")!])
+                #expect(NativeServiceSourceTests.addresses(answer.ipv6) == [IPv6Address("::1")!])
+                let missing = try await source.query(try HostName("missing.test"), families: .ipv4)
+                guard case .negative(.nameNotFound, _)? = missing.ipv4 else {
+                    Issue.record("expected NXDOMAIN, got \(String(describing: missing.ipv4))")
+                    return
+                }
+                await source.shutdown()
+            } catch {
+                await source.shutdown()
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import HTTPDNSCore
+import HTTPDNSWire
+import Logging
+import NIOCore
+
+/// Resolves through JSON DNS (`application/dns-json`, WIRE-FORMATS.md §3) to a service addressed by IP:
+/// `GET /dns-query?name=…&type=A|AAAA`, one request per family.
+///
+/// The same failover, budget, cool-downs and TLS rules as ``NativeServiceSource``. The answer is checked: `Status`
+/// and `Question` are the wire format's, addresses are taken only from records of the type asked owned by the name
+/// or by the CNAME chain from it, and `TTL`s are whole seconds. `Status` 3 is NXDOMAIN; 2 and 5 are that address's
+/// failure.
+public final class JSONDNSSource: ResolutionSource {
+    public struct Configuration: Sendable {
+        /// The service's addresses, `https://IP[:PORT][/PATH]` each; without a path, `/dns-query`.
+        public var servers: [ServiceEndpoint]
+        public var serverName: String?
+        public var extraTrustRootsPEMFile: String?
+        public var budgetMs: Int = 2000
+        public var attemptTimeoutMs: Int = 1000
+        public var coolDownMs: Int = 1000
+        public var maxCoolDownMs: Int = 60_000
+        /// The name in stats, logs and metric dimensions. Default `json-dns`.
+        public var name: String = "json-dns"
+
+        public init(servers: [ServiceEndpoint]) {
+            self.servers = servers
+        }
+    }
+
+    public let configuration: Configuration
+    public var name: String { configuration.name }
+    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+
+    private let client: ServiceClient
+
+    /// - Throws: ``ConfigurationError`` naming a setting that cannot work.
+    public init(
+        configuration: Configuration,
+        clock: any MonotonicClock = SystemMonotonicClock(),
+        logger: Logger = Logger(label: "httpdns.client")
+    ) throws(ConfigurationError) {
+        var configuration = configuration
+        configuration.servers = configuration.servers.map { $0.path.isEmpty ? $0.withPath("/dns-query") : $0 }
+        self.configuration = configuration
+        client = try ServiceClient(
+            settings: .init(
+                endpoints: configuration.servers,
+                serverName: configuration.serverName,
+                extraTrustRootsPEMFile: configuration.extraTrustRootsPEMFile,
+                budgetMs: configuration.budgetMs,
+                attemptTimeoutMs: configuration.attemptTimeoutMs,
+                coolDownMs: configuration.coolDownMs,
+                maxCoolDownMs: configuration.maxCoolDownMs,
+                maxAnswerBytes: 64 * 1024,
+                sourceName: configuration.name
+            ),
+            clock: clock,
+            logger: logger
+        )
+    }
+
+    public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
+        async let ipv4: FamilyAnswer<IPAddress>? = families.contains(.ipv4) ? lookUp(host, .a) : nil
+        async let ipv6: FamilyAnswer<IPAddress>? = families.contains(.ipv6) ? lookUp(host, .aaaa) : nil
+        return SourceAnswer(ipv4: try await ipv4?.map { $0.compactMap(\.v4) }, ipv6: try await ipv6?.map { $0.compactMap(\.v6) })
+    }
+
+    private func lookUp(_ host: HostName, _ type: DNSRecordType) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
+        try await client.send("?name=\(host.value)&type=\(type)", accept: "application/dns-json", host: host) {
+            answer throws(ServiceClient.AttemptFailure) in
+            try Self.familyAnswer(answer, host: host, type: type)
+        }
+    }
+
+    /// Reads one address's JSON DNS answer to the question for `host` and `type`.
+    static func familyAnswer(_ answer: ServiceClient.Answer, host: HostName, type: DNSRecordType) throws(ServiceClient.AttemptFailure)
+        -> FamilyAnswer<IPAddress>
+    {
+        let from = "\(answer.endpoint)"
+        func malformed(_ reason: String) -> ServiceClient.AttemptFailure {
+            .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a JSON DNS answer for \(host) that \(reason)"))
+        }
+        guard answer.status == .ok else {
+            let error = ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code) for \(host)")
+            throw answer.status.code == 400 ? .final(error) : .tryNext(error)
+        }
+        guard case .object(let object)? = try? JSONValue(parsing: Array(buffer: answer.body)) else { throw malformed("is not a JSON object") }
+        guard case .number(let status)? = object["Status"] else { throw malformed("has no Status") }
+        guard case .array(let questions)? = object["Question"], questions.count == 1, case .object(let question) = questions[0],
+            case .string(let questionName)? = question["name"], case .number(let questionType)? = question["type"],
+            questionName.lowercased().trimmingSuffixDot == host.value, questionType == Double(type.rawValue)
+        else { throw malformed("does not repeat the question") }
+        switch status {
+        case 0: break
+        case 3: return .negative(.nameNotFound, ttlSeconds: nil)
+        case 2: throw .tryNext(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
+        case 5: throw .tryNext(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
+        default: throw malformed("has Status \(status)")
+        }
+        var records: [(name: String, type: Double, ttl: UInt32, data: String)] = []
+        if let value = object["Answer"] {
+            guard case .array(let elements) = value else { throw malformed("has an Answer that is no array") }
+            for element in elements {
+                guard case .object(let record) = element, case .string(let name)? = record["name"], case .number(let recordType)? = record["type"],
+                    case .number(let ttl)? = record["TTL"], ttl >= 0, ttl <= Double(UInt32.max), ttl == ttl.rounded(),
+                    case .string(let data)? = record["data"]
+                else { throw malformed("has a record without name, type, TTL and data") }
+                records.append((name.lowercased().trimmingSuffixDot, recordType, UInt32(ttl), data))
+            }
+        }
+        var owner = host.value
+        var ttl = UInt32.max
+        var seen: Set<String> = [owner]
+        while let alias = records.first(where: { $0.type == Double(DNSRecordType.cname.rawValue) && $0.name == owner }) {
+            let target = alias.data.lowercased().trimmingSuffixDot
+            guard seen.insert(target).inserted else { throw malformed("has a CNAME chain that loops") }
+            ttl = min(ttl, alias.ttl)
+            owner = target
+        }
+        var addresses: [IPAddress] = []
+        for record in records where record.type == Double(type.rawValue) && record.name == owner {
+            let address: IPAddress? = type == .a ? IPv4Address(record.data).map(IPAddress.v4) : IPv6Address(record.data).map(IPAddress.v6)
+            guard let address else { throw malformed("has a \(type) record whose data '\(record.data)' is no address of its family") }
+            addresses.append(address)
+            ttl = min(ttl, record.ttl)
+        }
+        return addresses.isEmpty ? .negative(.noData, ttlSeconds: nil) : .addresses(addresses, ttlSeconds: ttl)
+    }
+
+    public func shutdown() async {
+        await client.shutdown()
+    }
+}
+
+extension String {
+    var trimmingSuffixDot: String { hasSuffix(".") ? String(dropLast()) : self }
+}
