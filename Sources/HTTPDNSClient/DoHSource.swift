@@ -11,6 +11,8 @@ import NIOCore
 /// owned by the name or by the CNAME chain from it, of the type asked. NXDOMAIN and NODATA are answers, with the
 /// negative TTL of the authority's SOA (RFC 2308) when there is one; SERVFAIL and REFUSED are that address's
 /// failure, and the next is asked.
+///
+/// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class DoHSource: ResolutionSource {
     public struct Configuration: Sendable {
         public enum Method: Sendable, Hashable {
@@ -109,7 +111,8 @@ public final class DoHSource: ResolutionSource {
         let from = "\(answer.endpoint)"
         guard answer.status == .ok else {
             let error = ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code) for \(host)")
-            throw answer.status.code == 400 ? .final(error) : .tryNext(error)
+            // Our queries are well formed: even a 400 is that address's fault.
+            throw .tryNext(error)
         }
         let message: DNSMessage
         do {
@@ -156,7 +159,11 @@ public final class DoHSource: ResolutionSource {
             addresses.append(address)
             ttl = min(ttl, record.ttlSeconds)
         }
-        guard !addresses.isEmpty else { return .negative(.noData, ttlSeconds: negativeTTL(message)) }
+        guard !addresses.isEmpty else {
+            // No data at the end of a chain: cached no longer than the chain's own records live.
+            let negative = negativeTTL(message)
+            return .negative(.noData, ttlSeconds: ttl == .max ? negative : negative.map { min($0, ttl) })
+        }
         return .addresses(addresses, ttlSeconds: ttl)
     }
 
@@ -176,7 +183,10 @@ public final class DoHSource: ResolutionSource {
         while index < data.count {
             let length = Int(data[index])
             if length == 0 { return index + 1 == data.count ? labels.joined(separator: ".").lowercased() : nil }
-            guard length < 64, index + 1 + length <= data.count else { return nil }
+            // A dot inside a label would read as two labels in text: such a name is not followed.
+            guard length < 64, index + 1 + length <= data.count, !data[(index + 1)...(index + length)].contains(UInt8(ascii: ".")) else {
+                return nil
+            }
             labels.append(String(decoding: data[(index + 1)...(index + length)], as: UTF8.self))
             index += 1 + length
         }

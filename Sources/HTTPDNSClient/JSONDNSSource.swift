@@ -10,6 +10,8 @@ import NIOCore
 /// and `Question` are the wire format's, addresses are taken only from records of the type asked owned by the name
 /// or by the CNAME chain from it, and `TTL`s are whole seconds. `Status` 3 is NXDOMAIN; 2 and 5 are that address's
 /// failure.
+///
+/// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class JSONDNSSource: ResolutionSource {
     public struct Configuration: Sendable {
         /// The service's addresses, `https://IP[:PORT][/PATH]` each; without a path, `/dns-query`.
@@ -84,7 +86,8 @@ public final class JSONDNSSource: ResolutionSource {
         }
         guard answer.status == .ok else {
             let error = ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code) for \(host)")
-            throw answer.status.code == 400 ? .final(error) : .tryNext(error)
+            // Our queries are well formed: even a 400 is that address's fault.
+            throw .tryNext(error)
         }
         guard case .object(let object)? = try? JSONValue(parsing: Array(buffer: answer.body)) else { throw malformed("is not a JSON object") }
         guard case .number(let status)? = object["Status"] else { throw malformed("has no Status") }

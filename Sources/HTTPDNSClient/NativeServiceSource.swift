@@ -102,10 +102,10 @@ public final class NativeServiceSource: ResolutionSource {
             switch answer.status.code {
             case 400 where (try? NativeErrorBody(parsingJSON: bytes))?.code == .invalidHost:
                 throw .final(ResolutionError(.badName, message))
-            case 403:
-                throw .final(ResolutionError(.refused, message))
-            case 429, 503:
-                throw .tryNext(ResolutionError(answer.status.code == 429 ? .refused : .serverFailure, message))
+            case 403, 429, 503:
+                // 403 too: a signature's expiry is judged by each address's clock, and an account may be missing on
+                // one address during a rollout.
+                throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .refused, message))
             default:
                 throw .tryNext(ResolutionError(.malformedAnswer, message))
             }

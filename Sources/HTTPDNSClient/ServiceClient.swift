@@ -58,8 +58,14 @@ final class ServiceClient: Sendable {
         guard settings.coolDownMs >= 0, settings.maxCoolDownMs >= settings.coolDownMs else {
             throw ConfigurationError(key: "coolDownMs", reason: "must be ≥ 0 and at most maxCoolDownMs (\(settings.maxCoolDownMs)), not \(settings.coolDownMs)")
         }
-        if let name = settings.serverName, (try? HostName(name)) == nil {
-            throw ConfigurationError(key: "serverName", reason: "'\(name)' is not a host name")
+        guard settings.maxCoolDownMs <= 86_400_000 else {
+            throw ConfigurationError(key: "maxCoolDownMs", reason: "must be at most a day (86,400,000 ms), not \(settings.maxCoolDownMs)")
+        }
+        var settings = settings
+        if let name = settings.serverName {
+            // Normalised, so the URL's host, the dnsOverride key and the SNI are one spelling.
+            guard let hostName = try? HostName(name) else { throw ConfigurationError(key: "serverName", reason: "'\(name)' is not a host name") }
+            settings.serverName = hostName.value
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
@@ -127,12 +133,13 @@ final class ServiceClient: Sendable {
     ) async throws(ResolutionError) -> Result {
         let started = clock.now()
         let budgetEnds = NIODeadline.now() + .milliseconds(Int64(settings.budgetMs))
-        var lastError: ResolutionError?
+        var failures: [ResolutionError] = []
         for index in health.withLock({ $0.order(now: started) }) {
             let now = NIODeadline.now()
             guard now < budgetEnds else { break }
             let endpoint = settings.endpoints[index]
-            let attemptEnds = min(budgetEnds, now + .milliseconds(Int64(settings.attemptTimeoutMs)))
+            let ownTimeout = now + .milliseconds(Int64(settings.attemptTimeoutMs))
+            let attemptEnds = min(budgetEnds, ownTimeout)
             var request = HTTPClientRequest(url: url(target, on: endpoint))
             request.headers.add(name: "Accept", value: acceptHeader)
             if let body {
@@ -141,47 +148,105 @@ final class ServiceClient: Sendable {
                 request.body = .bytes(body.bytes)
             }
             let attemptStarted = ContinuousClock.now
-            do {
-                let response = try await clients[index].execute(request, deadline: attemptEnds, logger: logger)
-                let body = try await response.body.collect(upTo: settings.maxAnswerBytes)
-                let result = try accept(Answer(status: response.status, body: body, endpoint: endpoint))
-                let elapsed = attemptStarted.duration(to: .now).components
-                health.withLock {
-                    $0.succeeded(index, latencyNanoseconds: UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000))
-                }
+            let outcome = await attempt(request, on: index, until: attemptEnds, host: host, accept)
+            switch outcome {
+            case .success(let result):
+                health.withLock { $0.succeeded(index, latencyNanoseconds: Self.nanoseconds(since: attemptStarted)) }
                 return result
-            } catch let failure as AttemptFailure {
-                switch failure {
-                case .final(let error):
-                    // The request was answered, wrongly for this request only: the address is healthy.
-                    health.withLock { $0.succeeded(index, latencyNanoseconds: 0) }
-                    throw error
-                case .tryNext(let error):
-                    lastError = error
+            case .failure(.final(let error)):
+                // The request itself is wrong: no address would answer it otherwise. Says nothing of this address.
+                throw error
+            case .failure(.tryNext(let error)):
+                if error.code == .shutdown { throw error }
+                failures.append(error)
+                // An address cut short by the end of the budget, not by its own timeout, is not held to blame.
+                if !(error.code == .timeout && attemptEnds < ownTimeout) {
+                    health.withLock { $0.failed(index, now: clock.now()) }
                 }
-            } catch is CancellationError {
-                throw ResolutionError(.timeout, "the lookup of \(host) was cancelled")
-            } catch {
-                lastError = Self.describe(error, endpoint: endpoint, host: host)
+                logger.debug("service address failed", metadata: ["httpdns.service": "\(endpoint)", "error": "\(error)"])
             }
-            health.withLock { $0.failed(index, now: clock.now()) }
-            logger.debug("service address failed", metadata: ["httpdns.service": "\(endpoint)", "error": "\(lastError!)"])
         }
-        if let lastError, NIODeadline.now() < budgetEnds { throw lastError }
-        let tried = lastError.map { "; the last failure: \($0.message)" } ?? ""
+        if Task.isCancelled { throw ResolutionError(.timeout, "the lookup of \(host) was cancelled") }
+        // A rejected certificate says the most (someone may be in the way), then the first address's failure.
+        if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
+        if let first = failures.first, NIODeadline.now() < budgetEnds { throw first }
+        let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
         throw ResolutionError(.timeout, "no \(settings.sourceName) service answered for \(host) within \(settings.budgetMs) ms\(tried)")
     }
 
-    /// An error of AsyncHTTPClient, NIO or TLS, as what it says about the address.
+    /// One address's attempt: the request and the whole body within `deadline` (AsyncHTTPClient's deadline ends when
+    /// the head arrives, so the body is raced against the deadline here), then `accept`.
+    private func attempt<Result: Sendable>(
+        _ request: HTTPClientRequest,
+        on index: Int,
+        until deadline: NIODeadline,
+        host: HostName,
+        _ accept: (Answer) throws(AttemptFailure) -> Result
+    ) async -> Swift.Result<Result, AttemptFailure> {
+        let endpoint = settings.endpoints[index]
+        let client = clients[index]
+        let (logger, maxAnswerBytes) = (logger, settings.maxAnswerBytes)
+        let fetched: Swift.Result<Answer, AttemptFailure>
+        do {
+            fetched = .success(
+                try await withThrowingTaskGroup(of: Answer?.self) { group in
+                    group.addTask {
+                        let response = try await client.execute(request, deadline: deadline, logger: logger)
+                        let body = try await response.body.collect(upTo: maxAnswerBytes)
+                        return Answer(status: response.status, body: body, endpoint: endpoint)
+                    }
+                    group.addTask {
+                        let nanoseconds = deadline.uptimeNanoseconds > NIODeadline.now().uptimeNanoseconds
+                            ? deadline.uptimeNanoseconds - NIODeadline.now().uptimeNanoseconds : 0
+                        try await Task.sleep(nanoseconds: nanoseconds)
+                        return nil
+                    }
+                    defer { group.cancelAll() }
+                    guard let first = try await group.next(), let answer = first else {
+                        throw HTTPClientError.deadlineExceeded
+                    }
+                    return answer
+                }
+            )
+        } catch is CancellationError where Task.isCancelled {
+            return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
+        } catch {
+            return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host)))
+        }
+        switch fetched {
+        case .success(let answer):
+            do {
+                return .success(try accept(answer))
+            } catch {
+                return .failure(error)
+            }
+        case .failure(let failure):
+            return .failure(failure)
+        }
+    }
+
+    private static func nanoseconds(since start: ContinuousClock.Instant) -> UInt64 {
+        let elapsed = start.duration(to: .now).components
+        return UInt64(max(0, elapsed.seconds)) * 1_000_000_000 + UInt64(max(0, elapsed.attoseconds / 1_000_000_000))
+    }
+
+    /// An error of AsyncHTTPClient, NIO or TLS, as what it says about the address. Only a certificate that failed
+    /// verification (or does not hold the name or address asked) is `certificateRejected`: a connection closed during
+    /// the handshake, or TLS spoken to a port that does not, is the address being unreachable, not an attack.
     static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: HostName) -> ResolutionError {
         let text = "\(error)"
-        if error is NIOSSLError || error is NIOSSLExtraError {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) holds neither its address nor the server name (\(text))")
+        }
+        if case .handshakeFailed = error as? NIOSSLError, text.contains("CERTIFICATE_VERIFY_FAILED") {
             return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted (\(text))")
         }
         if let error = error as? HTTPClientError {
             switch error {
-            case .deadlineExceeded, .readTimeout, .connectTimeout:
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout:
                 return ResolutionError(.timeout, "\(endpoint) did not answer for \(host) in time")
+            case .alreadyShutdown:
+                return ResolutionError(.shutdown, "the \(endpoint) client was shut down")
             case .bodyLengthMismatch:
                 return ResolutionError(.malformedAnswer, "\(endpoint) sent an answer for \(host) that could not be read: \(error)")
             default:

@@ -36,6 +36,9 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
         let authority = rest.prefix { $0 != "/" }
         var path = String(rest.dropFirst(authority.count))
         while path.hasSuffix("/") { path.removeLast() }
+        // RFC 3986 path characters only, so the URL needs no escaping (and means what it says).
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/!$&'()*+,;=:@".utf8)
+        guard path.utf8.allSatisfy(allowed.contains) else { throw fail("the path '\(path)' holds characters a URL path must escape") }
         let hostText: Substring
         let portText: Substring?
         if authority.hasPrefix("[") {

@@ -28,6 +28,8 @@ import Testing
         ("https://2001:db8::1", "not an IP address"),
         ("https://[::1", "closing ]"),
         ("https://127.0.0.1/?x=1", "query or a fragment"),
+        ("https://127.0.0.1/dns query", "must escape"),
+        ("https://127.0.0.1/a%20b", "must escape"),
     ])
     func rejects(text: String, reason: String) {
         let error = #expect(throws: ServiceEndpointError.self) { try ServiceEndpoint(parsing: text) }
