@@ -37,7 +37,18 @@ public final class ChildProcess: Sendable {
 
     /// Reads stderr until a line contains `marker` (true) or the process closes stderr or `timeoutMs` passes
     /// (false). Returns what was read either way.
-    public func waitForStderr(containing marker: String, timeoutMs: Int32 = 10_000) -> (found: Bool, output: String) {
+    ///
+    /// The wait blocks a thread of its own, never one of the few that run Swift tasks: tests starting processes in
+    /// parallel would otherwise stall every other test's tasks while they wait.
+    public func waitForStderr(containing marker: String, timeoutMs: Int32 = 10_000) async -> (found: Bool, output: String) {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { [self] in
+                continuation.resume(returning: waitForStderrBlocking(containing: marker, timeoutMs: timeoutMs))
+            }
+        }
+    }
+
+    private func waitForStderrBlocking(containing marker: String, timeoutMs: Int32) -> (found: Bool, output: String) {
         var output = ""
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !output.contains(marker) {

@@ -14,14 +14,14 @@ public final class DNSMasqServer: Sendable {
 
     /// Starts dnsmasq answering for `records` (dnsmasq option lines such as `host-record=a.test,192.0.2.1,60`).
     /// Every name under `test.` that has no record is answered NXDOMAIN.
-    public static func start(records: [String]) throws -> DNSMasqServer {
+    public static func start(records: [String]) async throws -> DNSMasqServer {
         var lastError: (any Error)?
         // A random 127.0.0.x and high port; try again on the rare collision.
         for _ in 0..<5 {
             let ip = "127.0.0.\(Int.random(in: 2...254))"
             let port = UInt16.random(in: 20_000...60_000)
             do {
-                return try DNSMasqServer(ip: ip, port: port, records: records)
+                return try await DNSMasqServer(ip: ip, port: port, records: records)
             } catch let error as StartError where error.retryable {
                 lastError = error
             }
@@ -34,7 +34,7 @@ public final class DNSMasqServer: Sendable {
         public let retryable: Bool
     }
 
-    private init(ip: String, port: UInt16, records: [String]) throws {
+    private init(ip: String, port: UInt16, records: [String]) async throws {
         guard let executable = ChildProcess.find("dnsmasq") else {
             throw StartError(
                 description: "dnsmasq is not installed: run the install command at the top of README.md (apt-get install dnsmasq-base)",
@@ -63,7 +63,7 @@ public final class DNSMasqServer: Sendable {
 
         process = try ChildProcess(executable: executable, arguments: ["--no-daemon", "--conf-file=\(configFile.path)"])
         // dnsmasq binds its sockets before it logs "started"; it exits at once when it cannot bind.
-        let (started, output) = process.waitForStderr(containing: "started")
+        let (started, output) = await process.waitForStderr(containing: "started")
         guard started else {
             process.stop(signal: SIGKILL)
             try? FileManager.default.removeItem(at: directory)
@@ -89,7 +89,7 @@ public final class DNSMasqServer: Sendable {
 
 /// Runs `body` with a dnsmasq serving `records`, and stops it afterwards whatever happens.
 public func withDNSMasq<T>(records: [String], _ body: (DNSMasqServer) async throws -> T) async throws -> T {
-    let server = try DNSMasqServer.start(records: records)
+    let server = try await DNSMasqServer.start(records: records)
     do {
         let result = try await body(server)
         server.stop()

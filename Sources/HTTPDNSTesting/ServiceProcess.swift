@@ -20,7 +20,7 @@ public final class ServiceProcess: Sendable {
 
     /// Starts `httpdns serve --listen 127.0.0.1:0 ARGUMENTS`, with `environment` added to the test's own, and
     /// returns once it listens.
-    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> ServiceProcess {
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) async throws -> ServiceProcess {
         let executable = try executablePath()
         let command = ["serve", "--listen", "127.0.0.1:0"] + arguments
         let process: ChildProcess
@@ -33,7 +33,7 @@ public final class ServiceProcess: Sendable {
             process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(assignments) exec \(quoted)"])
         }
         // Our own line, "… port=N [httpdns] listening", once it is complete (not Hummingbird's "listening on").
-        let (found, output) = process.waitForStderr(containing: "[httpdns] listening")
+        let (found, output) = await process.waitForStderr(containing: "[httpdns] listening")
         guard found, let range = output.range(of: #"port=(\d+)"#, options: .regularExpression),
             let port = Int(output[range].dropFirst("port=".count))
         else {

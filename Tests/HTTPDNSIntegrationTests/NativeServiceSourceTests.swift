@@ -32,7 +32,7 @@ struct NativeServiceSourceTests {
     ) async throws -> T {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await withCertificate(subjectAltName) { certificate, key in
-                let server = try ServiceProcess.start(
+                let server = try await ServiceProcess.start(
                     ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
                     environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
                 )

@@ -38,7 +38,7 @@ struct ServeLiveTests {
 
     @Test func plainHTTPAnswersTheNativeAPI() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
-            let server = try ServiceProcess.start(["--upstream", dns.address.description])
+            let server = try await ServiceProcess.start(["--upstream", dns.address.description])
             defer { server.stop() }
             let curl = try await ChildProcess.run(
                 executable: try Self.tool("curl"),
@@ -60,7 +60,7 @@ struct ServeLiveTests {
     @Test func overTLSCurlSpeaksHTTP2AndUsesTheServiceAsItsDoHResolver() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let server = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let server = try await ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { server.stop() }
                 let h2 = try await ChildProcess.run(
                     executable: try Self.tool("curl"),
@@ -90,9 +90,9 @@ struct ServeLiveTests {
     @Test func aHitOnTheEventLoopAnswersAsTheRouterDid() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let plain = try ServiceProcess.start(["--upstream", dns.address.description])
+                let plain = try await ServiceProcess.start(["--upstream", dns.address.description])
                 defer { plain.stop() }
-                let tls = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let tls = try await ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { tls.stop() }
                 let paths = ["/d?host=serve.test&query=4,6", "/dns-query?name=serve.test&type=AAAA"]
                 let clients: [(String, [String])] = [
@@ -137,7 +137,7 @@ struct ServeLiveTests {
     @Test func kdigResolvesOverDoH() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let server = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let server = try await ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { server.stop() }
                 for (name, type, expected) in [("serve.test", "A", "127.0.0.1"), ("serve.test", "AAAA", "::1"), ("missing.test", "A", "NXDOMAIN")] {
                     let kdig = try await ChildProcess.run(
@@ -154,7 +154,7 @@ struct ServeLiveTests {
 
     @Test func metricsPassPromtool() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
-            let server = try ServiceProcess.start(["--upstream", dns.address.description])
+            let server = try await ServiceProcess.start(["--upstream", dns.address.description])
             defer { server.stop() }
             let base = "http://127.0.0.1:\(server.port)"
             // Some traffic first, so every kind of metric has samples: hits, misses, negatives, a rejection.
@@ -183,7 +183,7 @@ struct ServeLiveTests {
         defer { silent.close() }
         try await Self.withCertificate { certificate, key in
             let tls = version == "h2" ? ["--tls-cert", certificate, "--tls-key", key] : []
-            let server = try ServiceProcess.start(["--upstream", "127.0.0.1:\(silent.port)"] + tls)
+            let server = try await ServiceProcess.start(["--upstream", "127.0.0.1:\(silent.port)"] + tls)
             let client = version == "h2" ? ["--http2", "--cacert", certificate, "https"] : ["--http1.1", "http"]
             let request = Task {
                 try await ChildProcess.run(
@@ -206,7 +206,7 @@ struct ServeLiveTests {
     @Test func http2StreamsReachTheRouter() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
-                let server = try ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
+                let server = try await ServiceProcess.start(["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key])
                 defer { server.stop() }
                 let base = "https://127.0.0.1:\(server.port)"
                 func curl(_ arguments: [String]) async throws -> String {
@@ -249,7 +249,7 @@ struct ServeLiveTests {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
             try await Self.withCertificate { certificate, key in
                 // No rate limit: h2load sends thousands of requests from one address.
-                let server = try ServiceProcess.start(
+                let server = try await ServiceProcess.start(
                     ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
                     environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
                 )
@@ -290,7 +290,7 @@ struct ServeLiveTests {
                 .write(toFile: file, atomically: true, encoding: .utf8)
             // The environment replaces the file's batch size; the --listen flag (from start) replaces both the
             // file's and the environment's invalid listen address, so the service starts.
-            let server = try ServiceProcess.start(
+            let server = try await ServiceProcess.start(
                 ["--config", file, "--upstream", dns.address.description],
                 environment: ["HTTPDNS_MAX_HOSTS_PER_BATCH": "2", "HTTPDNS_LISTEN": "nonsense"]
             )
@@ -309,7 +309,7 @@ struct ServeLiveTests {
     /// The cache and the upstream are tuned from the service's settings: here the TTL ceiling.
     @Test func cacheSettingsReachTheCache() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in
-            let server = try ServiceProcess.start(
+            let server = try await ServiceProcess.start(
                 ["--upstream", dns.address.description],
                 environment: ["HTTPDNS_CACHE_MAX_TTL_SECONDS": "100", "HTTPDNS_UPSTREAM_TIMEOUT_MS": "500", "HTTPDNS_UPSTREAM_TRIES": "1"]
             )
