@@ -15,6 +15,8 @@ public enum MetricsExposition {
         "httpdns_coalesced_lookups_total": "Cache misses that joined an upstream query already in flight.",
         "httpdns_resolutions_total": "Upstream queries by source and outcome.",
         "httpdns_resolution_duration_seconds": "Time an upstream query took, by source.",
+        "httpdns_fallbacks_total": "Lookups the trusted source failed and a fallback source was asked, by from and to.",
+        "httpdns_hijack_suspected_total": "Local resolver answers the hijack guard did not call ok, by reason.",
     ]
 
     /// `text` with `# HELP` inserted before each `# TYPE` line of a metric that has help text.

@@ -6,7 +6,7 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
             case nameNotFound, noAddress, timeout, refused, serverFailure, serverUnreachable
-            case malformedAnswer, certificateRejected, badName, noFamilies, tooManyPendingQueries, shutdown, internalError
+            case malformedAnswer, certificateRejected, rejectedByGuard, badName, noFamilies, tooManyPendingQueries, shutdown, internalError
         }
 
         private let base: Base
@@ -28,6 +28,9 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let malformedAnswer = Code(.malformedAnswer)
         /// An HTTPS service's TLS certificate was not accepted for the name or address asked.
         public static let certificateRejected = Code(.certificateRejected)
+        /// The local resolver's answer was refused by the hijack guard (a private address for a public name, a
+        /// rewritten NXDOMAIN).
+        public static let rejectedByGuard = Code(.rejectedByGuard)
         /// The name is not a valid host name.
         public static let badName = Code(.badName)
         /// The lookup asked for no address family at all: a mistake of the caller's.
@@ -42,7 +45,7 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
         /// Every code, for making one metric per code up front.
         public static let all: [Code] = [
             .nameNotFound, .noAddress, .timeout, .refused, .serverFailure, .serverUnreachable,
-            .malformedAnswer, .certificateRejected, .badName, .noFamilies, .tooManyPendingQueries, .shutdown, .internalError,
+            .malformedAnswer, .certificateRejected, .rejectedByGuard, .badName, .noFamilies, .tooManyPendingQueries, .shutdown, .internalError,
         ]
 
         /// The code as a short camel-case word: `nameNotFound`, `timeout`, …

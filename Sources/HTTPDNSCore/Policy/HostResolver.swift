@@ -1,0 +1,160 @@
+import Logging
+import Metrics
+
+/// The resolution policy: a trusted source first, and the local resolvers only when it fails, their answers judged
+/// by the ``HijackGuard``.
+///
+/// - The trusted source (an HTTPDNS service, in `HTTPDNSClient`) is asked through a cache of its own. Its answers,
+///   negative ones included, are final.
+/// - When it fails, the fallbacks are asked in order (c-ares to chosen servers, then the system resolver), each
+///   through a cache of its own, and each step is counted in `httpdns_fallbacks_total{from,to}`.
+/// - A fallback's fresh answer is judged before its cache keeps it: one the guard calls `hijacked` is refused
+///   (`rejectedByGuard`) and never cached, and the next fallback is asked. Every verdict that is not `ok` is counted
+///   in `httpdns_hijack_suspected_total{reason}`.
+/// - A `strict` host never uses a fallback: when the trusted source fails, so does the lookup (reason `downgrade`).
+/// - Every cache rule applies to every source: single flight, serve-stale, refresh-ahead, stats.
+public final class HostResolver: Sendable {
+    public struct Configuration: Sendable {
+        /// Hosts that must only be resolved by the trusted source. Default none.
+        public var strictHosts = HostPatterns()
+        /// The guard's rules.
+        public var guardConfiguration = HijackGuard.Configuration()
+        /// The settings of each source's cache.
+        public var cache = ResolverCache.Configuration()
+
+        public init() {}
+    }
+
+    /// An answer, with where it came from and what the guard made of it.
+    public struct Answer: Sendable {
+        public let resolution: Resolution
+        /// The name of the source that answered.
+        public let source: String
+        /// Whether a fallback answered, the trusted source having failed.
+        public let fallback: Bool
+        /// `ok` for the trusted source's answers; the guard's verdict for a fallback's.
+        public let verdict: HijackVerdict
+    }
+
+    public let configuration: Configuration
+    /// The trusted source's cache.
+    public let trusted: ResolverCache
+    /// The fallbacks' caches, in the order they are asked.
+    public let fallbacks: [ResolverCache]
+    private let hijackGuard: HijackGuard
+    private let logger: Logger
+    private let fallbackCounters: [Counter]
+    private let downgrades: Counter
+
+    /// - Throws: ``ConfigurationError`` when a cache configuration does not validate.
+    public init(
+        trusted trustedSource: any ResolutionSource,
+        fallbacks fallbackSources: [any ResolutionSource],
+        configuration: Configuration = Configuration(),
+        clock: any MonotonicClock = SystemMonotonicClock(),
+        logger: Logger = Logger(label: "httpdns.resolver")
+    ) throws(ConfigurationError) {
+        self.configuration = configuration
+        self.logger = logger
+        let hijackGuard = HijackGuard(configuration: configuration.guardConfiguration)
+        self.hijackGuard = hijackGuard
+        let trusted = try ResolverCache(source: trustedSource, configuration: configuration.cache, clock: clock, logger: logger)
+        self.trusted = trusted
+        fallbacks = try fallbackSources.map { source throws(ConfigurationError) in
+            try ResolverCache(
+                source: GuardedSource(source, guard: hijackGuard, trusted: trusted),
+                configuration: configuration.cache,
+                clock: clock,
+                logger: logger
+            )
+        }
+        fallbackCounters = fallbackSources.map { source in
+            Counter(label: "httpdns_fallbacks_total", dimensions: [("from", trustedSource.name), ("to", source.name)])
+        }
+        downgrades = HijackVerdict.Reason.downgrade.counter
+    }
+
+    /// The addresses of `host`: the trusted source's, or, when it fails and the host is not strict, the first
+    /// fallback's that the guard lets through.
+    /// - Throws: ``ResolutionError``: a negative answer (from whichever source answered), the trusted source's
+    ///   failure for a strict host, or the last failure when every source failed.
+    public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Answer {
+        let trustedFailure: ResolutionError
+        do {
+            let resolution = try await trusted.resolve(host, families: families)
+            return Answer(resolution: resolution, source: trusted.source.name, fallback: false, verdict: .ok)
+        } catch let error as ResolutionError where !error.code.isNegativeAnswer {
+            trustedFailure = error
+        }
+        guard !configuration.strictHosts.matches(host) else {
+            downgrades.increment()
+            throw ResolutionError(
+                trustedFailure.code,
+                "\(host) may only be resolved by \(trusted.source.name), which failed: \(trustedFailure.message)"
+            )
+        }
+        var lastFailure = trustedFailure
+        for (index, fallback) in fallbacks.enumerated() {
+            fallbackCounters[index].increment()
+            logger.debug(
+                "falling back",
+                metadata: ["httpdns.from": "\(trusted.source.name)", "httpdns.to": "\(fallback.source.name)", "error": "\(lastFailure.code)"]
+            )
+            do {
+                let resolution = try await fallback.resolve(host, families: families)
+                let verdict = hijackGuard.judge(resolution.addresses, host: host, trusted: GuardedSource.trustedView(trusted, host, families))
+                return Answer(resolution: resolution, source: fallback.source.name, fallback: true, verdict: verdict)
+            } catch let error as ResolutionError where !error.code.isNegativeAnswer {
+                lastFailure = error
+            }
+        }
+        throw lastFailure
+    }
+}
+
+/// A fallback source whose fresh answers the guard judges before its cache keeps them.
+struct GuardedSource: ResolutionSource {
+    let base: any ResolutionSource
+    let hijackGuard: HijackGuard
+    let trusted: ResolverCache
+
+    init(_ base: any ResolutionSource, guard hijackGuard: HijackGuard, trusted: ResolverCache) {
+        self.base = base
+        self.hijackGuard = hijackGuard
+        self.trusted = trusted
+    }
+
+    var name: String { base.name }
+    var upstreamDescription: String { base.upstreamDescription }
+
+    func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        let answer = try await base.query(host, families: families)
+        var addresses: [IPAddress] = []
+        if case .addresses(let v4, _)? = answer.ipv4 { addresses += v4.map(IPAddress.v4) }
+        if case .addresses(let v6, _)? = answer.ipv6 { addresses += v6.map(IPAddress.v6) }
+        let verdict = hijackGuard.judge(addresses, host: host, trusted: Self.trustedView(trusted, host, families))
+        if verdict.level != .ok { verdict.reason.counter.increment() }
+        if verdict.level == .hijacked {
+            throw ResolutionError(.rejectedByGuard, "\(base.name)'s answer for \(host) was refused: \(verdict)")
+        }
+        return answer
+    }
+
+    /// What the trusted source's cache holds for `host`, fresh or stale, without asking it.
+    static func trustedView(_ trusted: ResolverCache, _ host: HostName, _ families: AddressFamilies) -> HijackGuard.TrustedView? {
+        do {
+            guard let resolution = try trusted.cachedResolution(host, families: families) else { return nil }
+            if resolution.negativeAnswer == .nameNotFound { return .nameNotFound }
+            return resolution.addresses.isEmpty ? nil : .addresses(resolution.addresses)
+        } catch let error as ResolutionError where error.code == .nameNotFound {
+            return .nameNotFound
+        } catch {
+            return nil
+        }
+    }
+}
+
+extension HijackVerdict.Reason {
+    /// `httpdns_hijack_suspected_total{reason}`.
+    var counter: Counter { Counter(label: "httpdns_hijack_suspected_total", dimensions: [("reason", description)]) }
+}
