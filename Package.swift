@@ -200,7 +200,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSIntegrationTests",
-            dependencies: ["HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting"]
+            dependencies: ["HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting", "HTTPDNSWire"]
         ),
     ],
     swiftLanguageModes: [.v6]

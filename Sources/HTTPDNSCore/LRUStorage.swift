@@ -16,6 +16,16 @@ struct LRUStorage<Key: Hashable, Value> {
 
     var count: Int { slots.count }
 
+    /// Every entry, from the most recently used to the least.
+    func forEachNewestFirst(_ body: (Key, Value) -> Void) {
+        var slot = newest
+        while slot >= 0 {
+            let node = nodes[slot]
+            body(node.key!, node.value!)
+            slot = node.older
+        }
+    }
+
     /// The slot of `key`, without marking it used.
     func slot(of key: Key) -> Int? { slots[key] }
 

@@ -20,10 +20,10 @@ public final class ResolverCache: Sendable {
     /// The source asked on a miss.
     public let source: any ResolutionSource
 
-    private let clock: any MonotonicClock
+    let clock: any MonotonicClock
     private let logger: Logger
-    private let metrics: ResolverMetrics
-    private let state: Mutex<State>
+    let metrics: ResolverMetrics
+    let state: Mutex<State>
 
     /// Makes a cache in front of `source`.
     /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``Configuration/validate()``.

@@ -10,8 +10,8 @@ struct DoHSourceTests {
         var configuration = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
         configuration.extraTrustRootsPEMFile = cacert
         configuration.method = method
-        configuration.budgetMs = 10_000
-        configuration.attemptTimeoutMs = 5_000
+        configuration.budgetMs = 20_000
+        configuration.attemptTimeoutMs = 10_000
         return try DoHSource(configuration: configuration)
     }
 
@@ -46,8 +46,8 @@ struct JSONDNSSourceTests {
         try await NativeServiceSourceTests.withService { url, certificate in
             var configuration = JSONDNSSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
             configuration.extraTrustRootsPEMFile = certificate
-            configuration.budgetMs = 10_000
-            configuration.attemptTimeoutMs = 5_000
+            configuration.budgetMs = 20_000
+            configuration.attemptTimeoutMs = 10_000
             let source = try JSONDNSSource(configuration: configuration)
             do {
                 let answer = try await source.query(try HostName("serve.test"), families: .all)

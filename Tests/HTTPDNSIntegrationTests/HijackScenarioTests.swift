@@ -3,12 +3,13 @@ import HTTPDNSCAres
 import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSTesting
+import HTTPDNSWire
 import Testing
 
 /// The threat model's scenarios built for real on loopback: a dnsmasq that lies plays the local resolver; our own
 /// `httpdns serve` over TLS, with an honest dnsmasq upstream, is the trusted service; 127.0.0.0/8 stands in for
 /// public addresses (so the guard's private ranges leave it out).
-@Suite("Hijack scenarios against a lying dnsmasq", .timeLimit(.minutes(1)))
+@Suite("Hijack scenarios against a lying dnsmasq", .serialized, .timeLimit(.minutes(2)))
 struct HijackScenarioTests {
     static let honest = [
         "host-record=bank.test,127.0.0.5,300",
@@ -38,7 +39,8 @@ struct HijackScenarioTests {
                     defer { service.stop() }
                     var doh = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://127.0.0.1:\(service.port)")])
                     doh.extraTrustRootsPEMFile = certificate
-                    doh.budgetMs = 5000
+                    doh.budgetMs = 20_000
+                    doh.attemptTimeoutMs = 10_000
                     let trusted = try DoHSource(configuration: doh)
                     let local = try CAresSource(configuration: .init(servers: [liar.address]))
                     var configuration = HostResolver.Configuration()
@@ -107,6 +109,34 @@ struct HijackScenarioTests {
             #expect(message.contains("may only be resolved by doh"), "\(message)")
             let asked = try liar.queryCount("bank.test", type: "A")
             #expect(asked == 0)
+        }
+    }
+
+    /// Warm start: a process saves what its trusted cache holds; the service goes down; a restarted process loads
+    /// the file and still reaches its hosts, answered stale while the service stays down.
+    @Test func aRestartedProcessResolvesFromItsWarmStartFile() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-warm-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try await Self.withScenario { resolver, service, _ in
+            _ = try await resolver.resolve(try HostName("bank.test"), families: .ipv4)
+            try WarmStartFile.save(resolver.trusted.entries(), to: file)
+            service.stop()
+            var doh = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://127.0.0.1:\(service.port)")])
+            doh.budgetMs = 2000
+            let down = try DoHSource(configuration: doh)
+            var configuration = ResolverCache.Configuration()
+            configuration.staleAnswerClientTimeoutMs = 0
+            do {
+                let restarted = try ResolverCache(source: down, configuration: configuration)
+                restarted.loadStale(try WarmStartFile.load(from: file))
+                let answer = try await restarted.resolve(try HostName("bank.test"), families: .ipv4)
+                #expect(answer.ipv4 == [IPv4Address("127.0.0.5")!] && answer.stale)
+            } catch {
+                // A source dropped without shutdown stops the process in debug builds: shut it down first.
+                await down.shutdown()
+                throw error
+            }
+            await down.shutdown()
         }
     }
 }

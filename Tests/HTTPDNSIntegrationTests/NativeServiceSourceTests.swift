@@ -50,8 +50,8 @@ struct NativeServiceSourceTests {
         configuration.serverName = serverName
         // Generous: these tests check which address answers, not how fast, and the tests around them start
         // processes on the same two cores.
-        configuration.budgetMs = 10_000
-        configuration.attemptTimeoutMs = 5_000
+        configuration.budgetMs = 20_000
+        configuration.attemptTimeoutMs = 10_000
         configure(&configuration)
         return try NativeServiceSource(configuration: configuration)
     }

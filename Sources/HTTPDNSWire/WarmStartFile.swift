@@ -1,0 +1,99 @@
+import FoundationEssentials
+import HTTPDNSCore
+
+/// The file a warm start is saved to and loaded from: `ResolverCache.entries()` as JSON,
+/// `{"version":1,"entries":[{"host":"api.example","ipv4":{"addresses":["192.0.2.1"],"ttl":60},"ipv6":{"negative":"noData","ttl":30}}]}`.
+///
+/// Saving writes a new file and renames it over the old one, so a crash or a full disk never leaves half a file.
+/// Loading is strict: a file that is not this format is refused whole, saying why, and the caller starts cold.
+public enum WarmStartFile {
+    /// Writes `entries` to `path`.
+    /// - Throws: ``WarmStartError`` when the file cannot be written (a missing directory, a full disk).
+    public static func save(_ entries: [CachedEntry], to path: String) throws(WarmStartError) {
+        func family<Address>(_ answer: FamilyAnswer<Address>?) -> JSON? {
+            switch answer {
+            case .addresses(let addresses, let ttl)?:
+                return .object([("addresses", .array(addresses.map { .string("\($0)") })), ("ttl", .integer(Int(ttl)))])
+            case .negative(let kind, let ttl)?:
+                return .object([("negative", .string(kind == .nameNotFound ? "nameNotFound" : "noData")), ("ttl", ttl.map { .integer(Int($0)) } ?? .null)])
+            case nil:
+                return nil
+            }
+        }
+        let list = entries.map { entry in
+            var members: [(String, JSON)] = [("host", .string(entry.host.value))]
+            if let ipv4 = family(entry.ipv4) { members.append(("ipv4", ipv4)) }
+            if let ipv6 = family(entry.ipv6) { members.append(("ipv6", ipv6)) }
+            return JSON.object(members)
+        }
+        let text = JSON.object([("version", .integer(1)), ("entries", .array(list))]).text
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw WarmStartError(path: path, reason: "cannot be written: \(error)")
+        }
+    }
+
+    /// Reads the entries saved at `path`.
+    /// - Throws: ``WarmStartError`` when the file cannot be read or is not a warm-start file.
+    public static func load(from path: String) throws(WarmStartError) -> [CachedEntry] {
+        func fail(_ reason: String) -> WarmStartError { WarmStartError(path: path, reason: reason) }
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw fail("cannot be read: \(error)")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw fail("is not JSON: \(error)")
+        }
+        guard case .object(let file) = value, file["version"] == .number(1), case .array(let list)? = file["entries"] else {
+            throw fail("is not a warm-start file of version 1")
+        }
+        var entries: [CachedEntry] = []
+        entries.reserveCapacity(list.count)
+        for (index, element) in list.enumerated() {
+            let what = "entry \(index + 1)"
+            guard case .object(let entry) = element, case .string(let text)? = entry["host"], let host = try? HostName(text) else {
+                throw fail("\(what) has no valid host")
+            }
+            func family<Address>(_ key: String, _ parse: (String) -> Address?) throws(WarmStartError) -> FamilyAnswer<Address>? {
+                guard let value = entry[key] else { return nil }
+                guard case .object(let record) = value else { throw fail("\(what): \(key) is not an object") }
+                let ttl: UInt32?
+                switch record["ttl"] {
+                case .number(let number)? where number >= 0 && number <= Double(UInt32.max) && number == number.rounded(): ttl = UInt32(number)
+                case .null?, nil: ttl = nil
+                default: throw fail("\(what): the \(key) ttl is not whole seconds")
+                }
+                if case .array(let texts)? = record["addresses"] {
+                    var addresses: [Address] = []
+                    for case .string(let text) in texts {
+                        guard let address = parse(text) else { throw fail("\(what): '\(text)' is not an address of \(key)") }
+                        addresses.append(address)
+                    }
+                    guard addresses.count == texts.count, !addresses.isEmpty, let ttl else { throw fail("\(what): \(key) needs addresses and a ttl") }
+                    return .addresses(addresses, ttlSeconds: ttl)
+                }
+                switch record["negative"] {
+                case .string("nameNotFound")?: return .negative(.nameNotFound, ttlSeconds: ttl)
+                case .string("noData")?: return .negative(.noData, ttlSeconds: ttl)
+                default: throw fail("\(what): \(key) is neither addresses nor a negative answer")
+                }
+            }
+            entries.append(CachedEntry(host: host, ipv4: try family("ipv4", IPv4Address.init), ipv6: try family("ipv6", IPv6Address.init)))
+        }
+        return entries
+    }
+}
+
+/// A warm-start file that could not be saved or loaded.
+public struct WarmStartError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+
+    public var description: String { "the warm-start file \(path) \(reason)" }
+}
