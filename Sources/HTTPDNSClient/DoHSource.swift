@@ -19,33 +19,21 @@ public final class DoHSource: ResolutionSource {
             case get, post
         }
 
-        /// The service's addresses, `https://IP[:PORT][/PATH]` each; without a path, `/dns-query`.
-        public var servers: [ServiceEndpoint]
-        /// The name the service's certificate holds, when it is not the addresses' (it is then also the SNI).
-        public var serverName: String?
-        /// A PEM file of certificates to trust besides the system's.
-        public var extraTrustRootsPEMFile: String?
+        /// The service's addresses (without a path, `/dns-query`), TLS and failover timing.
+        public var connection: ServiceConnection
         /// GET (the default, cacheable by HTTP caches) or POST.
         public var method: Method = .get
-        /// How long one lookup may take, over every address tried. Default 2,000 ms.
-        public var budgetMs: Int = 2000
-        /// How long one address is given. Default 1,000 ms.
-        public var attemptTimeoutMs: Int = 1000
-        /// How long a failed address is left alone, doubled for each failure in a row. Default 1,000 ms.
-        public var coolDownMs: Int = 1000
-        /// The longest cool-down. Default 60,000 ms.
-        public var maxCoolDownMs: Int = 60_000
         /// The name in stats, logs and metric dimensions. Default `doh`.
         public var name: String = "doh"
 
         public init(servers: [ServiceEndpoint]) {
-            self.servers = servers
+            connection = ServiceConnection(servers: servers)
         }
     }
 
     public let configuration: Configuration
     public var name: String { configuration.name }
-    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+    public var upstreamDescription: String { "\(name) via \(configuration.connection.servers.map(\.description).joined(separator: ", "))" }
 
     private let client: ServiceClient
 
@@ -56,20 +44,10 @@ public final class DoHSource: ResolutionSource {
         logger: Logger = Logger(label: "httpdns.client")
     ) throws(ConfigurationError) {
         var configuration = configuration
-        configuration.servers = configuration.servers.map { $0.path.isEmpty ? $0.withPath("/dns-query") : $0 }
+        configuration.connection = configuration.connection.withDefaultPath("/dns-query")
         self.configuration = configuration
         client = try ServiceClient(
-            settings: .init(
-                endpoints: configuration.servers,
-                serverName: configuration.serverName,
-                extraTrustRootsPEMFile: configuration.extraTrustRootsPEMFile,
-                budgetMs: configuration.budgetMs,
-                attemptTimeoutMs: configuration.attemptTimeoutMs,
-                coolDownMs: configuration.coolDownMs,
-                maxCoolDownMs: configuration.maxCoolDownMs,
-                maxAnswerBytes: DNSMessage.maxSize,
-                sourceName: configuration.name
-            ),
+            settings: .init(connection: configuration.connection, maxAnswerBytes: DNSMessage.maxSize, sourceName: configuration.name),
             clock: clock,
             logger: logger
         )
@@ -138,33 +116,47 @@ public final class DoHSource: ResolutionSource {
         default:
             throw .tryNext(ResolutionError(.malformedAnswer, "\(from) answered \(message.responseCode) for \(host)"))
         }
-        // Follow the CNAME chain from the name asked; take the addresses its last name owns. The TTL is the
-        // smallest along the way.
+        switch answerRecords(message.answers, host: host, type: type, negativeTTL: negativeTTL(message)) {
+        case .success(let answer): return answer
+        case .failure(let reason): throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent an answer for \(host) that \(reason)"))
+        }
+    }
+
+    /// The addresses `records` give for `host` and `type`: those owned by the name, or by the last name of the CNAME
+    /// chain from it, with the smallest TTL along the way; no data, with `negativeTTL` (no longer than the chain's
+    /// records live), when there are none. DoH and JSON DNS answers are both read this way. The failure is a reason,
+    /// for the caller's message.
+    static func answerRecords(
+        _ records: [DNSMessage.Record],
+        host: HostName,
+        type: DNSRecordType,
+        negativeTTL: UInt32?
+    ) -> Result<FamilyAnswer<IPAddress>, ChainFailure> {
         var owner = host.value
         var ttl = UInt32.max
         var seen: Set<String> = [owner]
-        while let alias = message.answers.first(where: { $0.type == .cname && $0.name.lowercased() == owner }) {
+        while let alias = records.first(where: { $0.type == .cname && $0.name.lowercased().trimmingSuffixDot == owner }) {
             guard let target = uncompressedName(alias.data), seen.insert(target).inserted else {
-                throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a CNAME chain for \(host) that loops or cannot be read"))
+                return .failure(ChainFailure(reason: "has a CNAME chain that loops or cannot be read"))
             }
             ttl = min(ttl, alias.ttlSeconds)
             owner = target
         }
-        let records = message.answers.filter { $0.type == type && $0.name.lowercased() == owner }
         var addresses: [IPAddress] = []
-        for record in records {
-            guard let address = record.address else {
-                throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a \(type) record for \(host) whose data is no address"))
-            }
+        for record in records where record.type == type && record.name.lowercased().trimmingSuffixDot == owner {
+            guard let address = record.address else { return .failure(ChainFailure(reason: "has a \(type) record whose data is no address")) }
             addresses.append(address)
             ttl = min(ttl, record.ttlSeconds)
         }
         guard !addresses.isEmpty else {
-            // No data at the end of a chain: cached no longer than the chain's own records live.
-            let negative = negativeTTL(message)
-            return .negative(.noData, ttlSeconds: ttl == .max ? negative : negative.map { min($0, ttl) })
+            return .success(.negative(.noData, ttlSeconds: ttl == .max ? negativeTTL : negativeTTL.map { min($0, ttl) }))
         }
-        return .addresses(addresses, ttlSeconds: ttl)
+        return .success(.addresses(addresses, ttlSeconds: ttl))
+    }
+
+    /// Why answer records could not be read.
+    struct ChainFailure: Error {
+        let reason: String
     }
 
     /// RFC 2308 §5: the smaller of the authority SOA's TTL and its MINIMUM field; nil without an SOA.

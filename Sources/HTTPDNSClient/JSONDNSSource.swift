@@ -14,25 +14,19 @@ import NIOCore
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class JSONDNSSource: ResolutionSource {
     public struct Configuration: Sendable {
-        /// The service's addresses, `https://IP[:PORT][/PATH]` each; without a path, `/dns-query`.
-        public var servers: [ServiceEndpoint]
-        public var serverName: String?
-        public var extraTrustRootsPEMFile: String?
-        public var budgetMs: Int = 2000
-        public var attemptTimeoutMs: Int = 1000
-        public var coolDownMs: Int = 1000
-        public var maxCoolDownMs: Int = 60_000
+        /// The service's addresses (without a path, `/dns-query`), TLS and failover timing.
+        public var connection: ServiceConnection
         /// The name in stats, logs and metric dimensions. Default `json-dns`.
         public var name: String = "json-dns"
 
         public init(servers: [ServiceEndpoint]) {
-            self.servers = servers
+            connection = ServiceConnection(servers: servers)
         }
     }
 
     public let configuration: Configuration
     public var name: String { configuration.name }
-    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+    public var upstreamDescription: String { "\(name) via \(configuration.connection.servers.map(\.description).joined(separator: ", "))" }
 
     private let client: ServiceClient
 
@@ -43,20 +37,10 @@ public final class JSONDNSSource: ResolutionSource {
         logger: Logger = Logger(label: "httpdns.client")
     ) throws(ConfigurationError) {
         var configuration = configuration
-        configuration.servers = configuration.servers.map { $0.path.isEmpty ? $0.withPath("/dns-query") : $0 }
+        configuration.connection = configuration.connection.withDefaultPath("/dns-query")
         self.configuration = configuration
         client = try ServiceClient(
-            settings: .init(
-                endpoints: configuration.servers,
-                serverName: configuration.serverName,
-                extraTrustRootsPEMFile: configuration.extraTrustRootsPEMFile,
-                budgetMs: configuration.budgetMs,
-                attemptTimeoutMs: configuration.attemptTimeoutMs,
-                coolDownMs: configuration.coolDownMs,
-                maxCoolDownMs: configuration.maxCoolDownMs,
-                maxAnswerBytes: 64 * 1024,
-                sourceName: configuration.name
-            ),
+            settings: .init(connection: configuration.connection, maxAnswerBytes: 64 * 1024, sourceName: configuration.name),
             clock: clock,
             logger: logger
         )
@@ -102,34 +86,44 @@ public final class JSONDNSSource: ResolutionSource {
         case 5: throw .tryNext(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
         default: throw malformed("has Status \(status)")
         }
-        var records: [(name: String, type: Double, ttl: UInt32, data: String)] = []
+        // The records as DNS holds them, read by the same rules as DoH's.
+        var records: [DNSMessage.Record] = []
         if let value = object["Answer"] {
             guard case .array(let elements) = value else { throw malformed("has an Answer that is no array") }
             for element in elements {
                 guard case .object(let record) = element, case .string(let name)? = record["name"], case .number(let recordType)? = record["type"],
-                    case .number(let ttl)? = record["TTL"], ttl >= 0, ttl <= Double(UInt32.max), ttl == ttl.rounded(),
+                    let recordType = UInt16(exactly: recordType), case .number(let ttl)? = record["TTL"], let ttl = UInt32(exactly: ttl),
                     case .string(let data)? = record["data"]
                 else { throw malformed("has a record without name, type, TTL and data") }
-                records.append((name.lowercased().trimmingSuffixDot, recordType, UInt32(ttl), data))
+                records.append(Self.record(name: name, type: DNSRecordType(rawValue: recordType), ttl: ttl, data: data))
             }
         }
-        var owner = host.value
-        var ttl = UInt32.max
-        var seen: Set<String> = [owner]
-        while let alias = records.first(where: { $0.type == Double(DNSRecordType.cname.rawValue) && $0.name == owner }) {
-            let target = alias.data.lowercased().trimmingSuffixDot
-            guard seen.insert(target).inserted else { throw malformed("has a CNAME chain that loops") }
-            ttl = min(ttl, alias.ttl)
-            owner = target
+        switch DoHSource.answerRecords(records, host: host, type: type, negativeTTL: nil) {
+        case .success(let answer): return answer
+        case .failure(let failure): throw malformed(failure.reason)
         }
-        var addresses: [IPAddress] = []
-        for record in records where record.type == Double(type.rawValue) && record.name == owner {
-            let address: IPAddress? = type == .a ? IPv4Address(record.data).map(IPAddress.v4) : IPv6Address(record.data).map(IPAddress.v6)
-            guard let address else { throw malformed("has a \(type) record whose data '\(record.data)' is no address of its family") }
-            addresses.append(address)
-            ttl = min(ttl, record.ttl)
+    }
+
+    /// A JSON record's `data` as RDATA: a name in wire form for CNAME, an address for A and AAAA (empty when it is
+    /// no address of the type's family, which the reader refuses), nothing for other types, which are not read.
+    static func record(name: String, type: DNSRecordType, ttl: UInt32, data: String) -> DNSMessage.Record {
+        switch type {
+        case .cname:
+            var wire: [UInt8] = []
+            for label in data.lowercased().trimmingSuffixDot.split(separator: ".") {
+                wire.append(UInt8(truncatingIfNeeded: label.utf8.count))
+                wire.append(contentsOf: label.utf8)
+            }
+            return DNSMessage.Record(name: name, type: type, ttlSeconds: ttl, data: wire + [0])
+        case .a:
+            return IPv4Address(data).map { DNSMessage.Record(name: name, address: .v4($0), ttlSeconds: ttl) }
+                ?? DNSMessage.Record(name: name, type: type, ttlSeconds: ttl, data: [])
+        case .aaaa:
+            return IPv6Address(data).map { DNSMessage.Record(name: name, address: .v6($0), ttlSeconds: ttl) }
+                ?? DNSMessage.Record(name: name, type: type, ttlSeconds: ttl, data: [])
+        default:
+            return DNSMessage.Record(name: name, type: type, ttlSeconds: ttl, data: [])
         }
-        return addresses.isEmpty ? .negative(.noData, ttlSeconds: nil) : .addresses(addresses, ttlSeconds: ttl)
     }
 
     public func shutdown() async {

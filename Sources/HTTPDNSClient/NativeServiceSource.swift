@@ -23,34 +23,21 @@ import NIOCore
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class NativeServiceSource: ResolutionSource {
     public struct Configuration: Sendable {
-        /// The service's addresses, `https://IP[:PORT]` each; tried in order of health.
-        public var servers: [ServiceEndpoint]
-        /// The name the service's certificate holds, when it is not the addresses' (it is then also the SNI).
-        /// Default none: the certificate must hold an IP SAN for each address.
-        public var serverName: String?
-        /// A PEM file of certificates to trust besides the system's (a private CA). Default none.
-        public var extraTrustRootsPEMFile: String?
+        /// The service's addresses, TLS and failover timing.
+        public var connection: ServiceConnection
         /// The account to ask as, and how to sign. Default none: the unprefixed `/d`.
         public var account: NativeRequest.Account?
-        /// How long one lookup may take, over every address tried. Default 2,000 ms.
-        public var budgetMs: Int = 2000
-        /// How long one address is given. Default 1,000 ms.
-        public var attemptTimeoutMs: Int = 1000
-        /// How long a failed address is left alone, doubled for each failure in a row. Default 1,000 ms.
-        public var coolDownMs: Int = 1000
-        /// The longest cool-down. Default 60,000 ms.
-        public var maxCoolDownMs: Int = 60_000
         /// The name in stats, logs and metric dimensions. Default `httpdns`.
         public var name: String = "httpdns"
 
         public init(servers: [ServiceEndpoint]) {
-            self.servers = servers
+            connection = ServiceConnection(servers: servers)
         }
     }
 
     public let configuration: Configuration
     public var name: String { configuration.name }
-    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+    public var upstreamDescription: String { "\(name) via \(configuration.connection.servers.map(\.description).joined(separator: ", "))" }
 
     private let client: ServiceClient
     private let unixTime: @Sendable () -> Int64
@@ -66,17 +53,7 @@ public final class NativeServiceSource: ResolutionSource {
         self.configuration = configuration
         self.unixTime = unixTime
         client = try ServiceClient(
-            settings: .init(
-                endpoints: configuration.servers,
-                serverName: configuration.serverName,
-                extraTrustRootsPEMFile: configuration.extraTrustRootsPEMFile,
-                budgetMs: configuration.budgetMs,
-                attemptTimeoutMs: configuration.attemptTimeoutMs,
-                coolDownMs: configuration.coolDownMs,
-                maxCoolDownMs: configuration.maxCoolDownMs,
-                maxAnswerBytes: 64 * 1024,
-                sourceName: configuration.name
-            ),
+            settings: .init(connection: configuration.connection, maxAnswerBytes: 64 * 1024, sourceName: configuration.name),
             clock: clock,
             logger: logger
         )

@@ -16,16 +16,15 @@ import Synchronization
 /// with no retry until a connect timeout.
 final class ServiceClient: Sendable {
     struct Settings: Sendable {
-        var endpoints: [ServiceEndpoint]
-        var serverName: String?
-        var extraTrustRootsPEMFile: String?
-        var budgetMs: Int
-        var attemptTimeoutMs: Int
-        var coolDownMs: Int
-        var maxCoolDownMs: Int
+        var connection: ServiceConnection
         /// The largest answer read; more is an error of the address that sent it.
         var maxAnswerBytes: Int
         var sourceName: String
+
+        var endpoints: [ServiceEndpoint] { connection.servers }
+        var serverName: String? { connection.serverName }
+        var budgetMs: Int { connection.budgetMs }
+        var attemptTimeoutMs: Int { connection.attemptTimeoutMs }
     }
 
     /// One address's answer: its status, headers and body.
@@ -50,26 +49,29 @@ final class ServiceClient: Sendable {
     private let logger: Logger
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
-        guard !settings.endpoints.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one service") }
-        guard settings.budgetMs > 0 else { throw ConfigurationError(key: "budgetMs", reason: "must be a positive number of milliseconds, not \(settings.budgetMs)") }
-        guard settings.attemptTimeoutMs > 0 else {
-            throw ConfigurationError(key: "attemptTimeoutMs", reason: "must be a positive number of milliseconds, not \(settings.attemptTimeoutMs)")
+        let connection = settings.connection
+        guard !connection.servers.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one service") }
+        guard connection.budgetMs > 0 else {
+            throw ConfigurationError(key: "budgetMs", reason: "must be a positive number of milliseconds, not \(connection.budgetMs)")
         }
-        guard settings.coolDownMs >= 0, settings.maxCoolDownMs >= settings.coolDownMs else {
-            throw ConfigurationError(key: "coolDownMs", reason: "must be ≥ 0 and at most maxCoolDownMs (\(settings.maxCoolDownMs)), not \(settings.coolDownMs)")
+        guard connection.attemptTimeoutMs > 0 else {
+            throw ConfigurationError(key: "attemptTimeoutMs", reason: "must be a positive number of milliseconds, not \(connection.attemptTimeoutMs)")
         }
-        guard settings.maxCoolDownMs <= 86_400_000 else {
-            throw ConfigurationError(key: "maxCoolDownMs", reason: "must be at most a day (86,400,000 ms), not \(settings.maxCoolDownMs)")
+        guard connection.coolDownMs >= 0, connection.maxCoolDownMs >= connection.coolDownMs else {
+            throw ConfigurationError(key: "coolDownMs", reason: "must be ≥ 0 and at most maxCoolDownMs (\(connection.maxCoolDownMs)), not \(connection.coolDownMs)")
+        }
+        guard connection.maxCoolDownMs <= 86_400_000 else {
+            throw ConfigurationError(key: "maxCoolDownMs", reason: "must be at most a day (86,400,000 ms), not \(connection.maxCoolDownMs)")
         }
         var settings = settings
-        if let name = settings.serverName {
+        if let name = connection.serverName {
             // Normalised, so the URL's host, the dnsOverride key and the SNI are one spelling.
             guard let hostName = try? HostName(name) else { throw ConfigurationError(key: "serverName", reason: "'\(name)' is not a host name") }
-            settings.serverName = hostName.value
+            settings.connection.serverName = hostName.value
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
-        if let path = settings.extraTrustRootsPEMFile {
+        if let path = connection.extraTrustRootsPEMFile {
             do {
                 let certificates = try NIOSSLCertificate.fromPEMFile(path)
                 guard !certificates.isEmpty else { throw ConfigurationError(key: "cacert", reason: "\(path) holds no certificate") }
@@ -92,8 +94,8 @@ final class ServiceClient: Sendable {
         health = Mutex(
             ServiceAddressHealth(
                 count: settings.endpoints.count,
-                coolDownSeconds: Double(settings.coolDownMs) / 1000,
-                maxCoolDownSeconds: Double(settings.maxCoolDownMs) / 1000
+                coolDownSeconds: Double(connection.coolDownMs) / 1000,
+                maxCoolDownSeconds: Double(connection.maxCoolDownMs) / 1000
             )
         )
         clients = settings.endpoints.map { endpoint in

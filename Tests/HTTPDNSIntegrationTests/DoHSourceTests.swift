@@ -8,10 +8,10 @@ import Testing
 struct DoHSourceTests {
     static func source(_ url: String, cacert: String, method: DoHSource.Configuration.Method) throws -> DoHSource {
         var configuration = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
-        configuration.extraTrustRootsPEMFile = cacert
+        configuration.connection.extraTrustRootsPEMFile = cacert
         configuration.method = method
-        configuration.budgetMs = 20_000
-        configuration.attemptTimeoutMs = 10_000
+        configuration.connection.budgetMs = 20_000
+        configuration.connection.attemptTimeoutMs = 10_000
         return try DoHSource(configuration: configuration)
     }
 
@@ -45,9 +45,9 @@ struct JSONDNSSourceTests {
     @Test func answersAndTellsNXDOMAINApart() async throws {
         try await NativeServiceSourceTests.withService { url, certificate in
             var configuration = JSONDNSSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
-            configuration.extraTrustRootsPEMFile = certificate
-            configuration.budgetMs = 20_000
-            configuration.attemptTimeoutMs = 10_000
+            configuration.connection.extraTrustRootsPEMFile = certificate
+            configuration.connection.budgetMs = 20_000
+            configuration.connection.attemptTimeoutMs = 10_000
             let source = try JSONDNSSource(configuration: configuration)
             do {
                 let answer = try await source.query(try HostName("serve.test"), families: .all)

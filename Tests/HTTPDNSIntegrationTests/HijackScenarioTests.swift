@@ -38,9 +38,9 @@ struct HijackScenarioTests {
                     )
                     defer { service.stop() }
                     var doh = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://127.0.0.1:\(service.port)")])
-                    doh.extraTrustRootsPEMFile = certificate
-                    doh.budgetMs = 20_000
-                    doh.attemptTimeoutMs = 10_000
+                    doh.connection.extraTrustRootsPEMFile = certificate
+                    doh.connection.budgetMs = 20_000
+                    doh.connection.attemptTimeoutMs = 10_000
                     let trusted = try DoHSource(configuration: doh)
                     let local = try CAresSource(configuration: .init(servers: [liar.address]))
                     var configuration = HostResolver.Configuration()
@@ -122,7 +122,7 @@ struct HijackScenarioTests {
             try WarmStartFile.save(resolver.trusted.entries(), to: file)
             service.stop()
             var doh = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://127.0.0.1:\(service.port)")])
-            doh.budgetMs = 2000
+            doh.connection.budgetMs = 2000
             let down = try DoHSource(configuration: doh)
             var configuration = ResolverCache.Configuration()
             configuration.staleAnswerClientTimeoutMs = 0

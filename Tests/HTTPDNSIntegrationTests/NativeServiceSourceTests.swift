@@ -8,21 +8,9 @@ import Testing
 /// dnsmasq as the service's upstream.
 @Suite("NativeServiceSource against httpdns serve over TLS", .timeLimit(.minutes(1)))
 struct NativeServiceSourceTests {
-    /// A certificate for `subjectAltName` (`IP:127.0.0.1,DNS:serve.test`), made now, in a directory removed afterwards.
+    /// A certificate for `subjectAltName` (`IP:127.0.0.1,DNS:serve.test`), made now.
     static func withCertificate<T>(_ subjectAltName: String, _ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-client-tls-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let made = try await ChildProcess.run(
-            executable: try #require(ChildProcess.find("openssl"), "openssl is missing: run scripts/install-deps.sh"),
-            arguments: [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", "\(directory)/key.pem", "-out", "\(directory)/cert.pem", "-days", "1",
-                "-subj", "/CN=httpdns client test", "-addext", "subjectAltName=\(subjectAltName)",
-            ]
-        )
-        try #require(made.status == .exited(0), "openssl failed: \(made.stderr)")
-        return try await body("\(directory)/cert.pem", "\(directory)/key.pem")
+        try await TestCertificate.with(subjectAltName: subjectAltName, body)
     }
 
     /// A running service over TLS with a certificate for `subjectAltName`, and its certificate file.
@@ -46,12 +34,12 @@ struct NativeServiceSourceTests {
         throws -> NativeServiceSource
     {
         var configuration = NativeServiceSource.Configuration(servers: try urls.map { try ServiceEndpoint(parsing: $0) })
-        configuration.extraTrustRootsPEMFile = cacert
-        configuration.serverName = serverName
+        configuration.connection.extraTrustRootsPEMFile = cacert
+        configuration.connection.serverName = serverName
         // Generous: these tests check which address answers, not how fast, and the tests around them start
         // processes on the same two cores.
-        configuration.budgetMs = 20_000
-        configuration.attemptTimeoutMs = 10_000
+        configuration.connection.budgetMs = 20_000
+        configuration.connection.attemptTimeoutMs = 10_000
         configure(&configuration)
         return try NativeServiceSource(configuration: configuration)
     }
@@ -105,8 +93,8 @@ struct NativeServiceSourceTests {
             // connect timeout (a long budget would otherwise end in a timeout).
             for serverName in ["wrong.test", nil] {
                 let source = try Self.source([url], cacert: certificate, serverName: serverName) {
-                    $0.budgetMs = 20_000
-                    $0.attemptTimeoutMs = 20_000
+                    $0.connection.budgetMs = 20_000
+                    $0.connection.attemptTimeoutMs = 20_000
                 }
                 try await Self.using(source) { source in
                     let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
@@ -118,7 +106,7 @@ struct NativeServiceSourceTests {
 
     @Test func aCertificateNotTrustedIsRejected() async throws {
         try await Self.withService { url, _ in
-            try await Self.using(try Self.source([url], cacert: nil) { $0.budgetMs = 20_000; $0.attemptTimeoutMs = 20_000 }) { source in
+            try await Self.using(try Self.source([url], cacert: nil) { $0.connection.budgetMs = 20_000; $0.connection.attemptTimeoutMs = 20_000 }) { source in
                 let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
                 #expect(error?.code == .certificateRejected, "\(String(describing: error))")
             }

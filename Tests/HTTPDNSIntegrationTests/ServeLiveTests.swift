@@ -12,19 +12,7 @@ import Testing
 struct ServeLiveTests {
     /// A certificate made now for 127.0.0.1 and serve.test, in a directory removed afterwards.
     static func withCertificate<T>(_ body: (_ certificate: String, _ key: String) async throws -> T) async throws -> T {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-tls-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let made = try await ChildProcess.run(
-            executable: try #require(ChildProcess.find("openssl"), "openssl is missing: run scripts/install-deps.sh"),
-            arguments: [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", "\(directory)/key.pem", "-out", "\(directory)/cert.pem", "-days", "1",
-                "-subj", "/CN=httpdns test", "-addext", "subjectAltName=IP:127.0.0.1,DNS:serve.test",
-            ]
-        )
-        try #require(made.status == .exited(0), "openssl failed: \(made.stderr)")
-        return try await body("\(directory)/cert.pem", "\(directory)/key.pem")
+        try await TestCertificate.with(subjectAltName: "IP:127.0.0.1,DNS:serve.test", body)
     }
 
     static func tool(_ name: String) throws -> String {
