@@ -80,12 +80,24 @@ public final class ChildProcess: Sendable {
         draining.withLock { $0 = true }
     }
 
-    /// Sends `signal` and waits for the process to exit.
+    /// Sends `signal` and waits for the process to exit. A process still running `graceMs` later is killed with
+    /// SIGKILL, so a child that hangs in its shutdown fails its test rather than hanging the whole run.
     @discardableResult
-    public func stop(signal: Int32 = SIGTERM) -> Termination {
+    public func stop(signal: Int32 = SIGTERM, graceMs: Int = 10_000) -> Termination {
         kill(pid, signal)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var waited = 0
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid || (reaped < 0 && errno != EINTR) { break }
+            if waited >= graceMs {
+                kill(pid, SIGKILL)
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                break
+            }
+            usleep(5_000)
+            waited += 5
+        }
         // The drain thread reads until EOF, which the exit just caused; it must not race a reused fd number.
         if !draining.withLock({ $0 }) { close(stderrFD) }
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import as functions.
@@ -105,6 +117,13 @@ public final class ChildProcess: Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        // Nothing else crosses into the child. SwiftNIO and c-ares open their sockets without FD_CLOEXEC, so a
+        // child spawned while a parallel test holds a connection would otherwise keep that connection open after
+        // the test closes it, and a server waiting for its clients to leave (a graceful shutdown) would wait for
+        // ever.
+        guard let closeFrom = addCloseFrom else { return ENOSYS }
+        let closing = closeFrom(&actions, 3)
+        guard closing == 0 else { return closing }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -124,6 +143,16 @@ public final class ChildProcess: Sendable {
         defer { argv.forEach { free($0) } }
         return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
+    /// import: looked up once, by name.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(
+            symbol,
+            to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self
+        )
+    }()
 
     /// Finds `name` in PATH, /usr/sbin or /sbin.
     public static func find(_ name: String) -> String? {

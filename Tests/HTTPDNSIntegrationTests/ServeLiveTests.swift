@@ -190,6 +190,33 @@ struct ServeLiveTests {
         }
     }
 
+    /// A client that connects over TLS and never sends its ClientHello holds nothing past SIGTERM: the service
+    /// closes the connection at once and exits 0 (before, its shutdown waited on the handshake for ever).
+    @Test func aClientSilentBeforeItsHandshakeDoesNotHoldUpShutdown() async throws {
+        try await Self.withCertificate { certificate, key in
+            let server = try await ServiceProcess.start(["--upstream", "127.0.0.1:9", "--tls-cert", certificate, "--tls-key", key])
+            let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            try #require(silent >= 0)
+            defer { close(silent) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(server.port).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(connected == 0)
+            // The service accepts in order, so once a later connection is answered, the silent one is accepted too.
+            let later = try await ChildProcess.run(
+                executable: try Self.tool("curl"),
+                arguments: ["-s", "--cacert", certificate, "-o", "/dev/null", "-w", "%{http_code}", "https://127.0.0.1:\(server.port)/healthz"]
+            )
+            #expect(later.stdout == "200", "\(later)")
+            // Killed with SIGKILL, had it still been waiting 10 s later.
+            #expect(server.stop() == .exited(0))
+        }
+    }
+
     /// Over HTTP/2, what the router answers (misses, errors, POST bodies) comes back as over HTTP/1.1.
     @Test func http2StreamsReachTheRouter() async throws {
         try await withDNSMasq(records: ServiceTestRecords.lines) { dns in

@@ -26,6 +26,7 @@ public struct ServiceTLSChannel: HTTPChannelHandler {
     private let sslContext: NIOSSLContext
     private let http1: ServiceHTTP1Channel
     private let http2: HTTP2ServerConnection.Setup
+    private let handshakeTimeout: TimeAmount
 
     public var responder: HTTPChannelHandler.Responder { http1.responder }
 
@@ -46,26 +47,28 @@ public struct ServiceTLSChannel: HTTPChannelHandler {
         self.sslContext = sslContext
         http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
         http2 = HTTP2ServerConnection.Setup(cacheHits: cacheHits, router: router, idleTimeout: idleTimeout)
+        handshakeTimeout = TimeAmount(idleTimeout)
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-            let latch = QuiesceLatch()
-            try channel.pipeline.syncOperations.addHandler(latch)
+            let watch = HandshakeWatch(timeout: handshakeTimeout)
+            try channel.pipeline.syncOperations.addHandler(watch)
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<NegotiatedProtocol> {
                 result in
+                watch.chooseProtocol()
                 switch result {
                 case .negotiated("h2"):
                     return channel.eventLoop.makeCompletedFuture {
                         let settled = try http2.configure(channel)
-                        latch.replay(on: channel)
+                        watch.replay(on: channel)
                         return .http2(channel, settled: settled)
                     }
                 case .negotiated("http/1.1"), .fallback:
-                    let latch = NIOLoopBound(latch, eventLoop: channel.eventLoop)
+                    let watch = NIOLoopBound(watch, eventLoop: channel.eventLoop)
                     return http1.setup(channel: channel, logger: logger).map { value in
-                        latch.value.replay(on: channel)
+                        watch.value.replay(on: channel)
                         return .http1(value)
                     }
                 case .negotiated:
