@@ -185,6 +185,11 @@ public final class DoHSource: ResolutionSource {
         return nil
     }
 
+    /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
+    public func networkChanged() async {
+        await client.networkChanged()
+    }
+
     public func shutdown() async {
         await client.shutdown()
     }

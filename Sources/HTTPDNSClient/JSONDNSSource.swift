@@ -126,6 +126,11 @@ public final class JSONDNSSource: ResolutionSource {
         }
     }
 
+    /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
+    public func networkChanged() async {
+        await client.networkChanged()
+    }
+
     public func shutdown() async {
         await client.shutdown()
     }

@@ -110,6 +110,11 @@ public final class NativeServiceSource: ResolutionSource {
     }
 
     /// Closes the kept-alive connections. Lookups after it fail.
+    /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
+    public func networkChanged() async {
+        await client.networkChanged()
+    }
+
     public func shutdown() async {
         await client.shutdown()
     }

@@ -55,6 +55,11 @@ struct ServiceAddressHealth: Sendable {
         entries[index].coolingUntil = MonotonicInstant(nanoseconds: now.nanoseconds &+ UInt64(seconds * 1_000_000_000))
     }
 
+    /// Forgets every failure and latency: after a network change, what held on the old network may not.
+    mutating func reset() {
+        entries = Array(repeating: Entry(), count: entries.count)
+    }
+
     private func pow2(_ exponent: Double) -> Double {
         var value = 1.0
         for _ in 0..<Int(exponent) { value *= 2 }

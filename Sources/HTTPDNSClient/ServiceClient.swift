@@ -42,8 +42,17 @@ final class ServiceClient: Sendable {
         case final(ResolutionError)
     }
 
+    /// One AsyncHTTPClient per address (each with its own `dnsOverride`), and those a network change replaced.
+    private struct Clients {
+        var current: [HTTPClient]
+        /// Replaced by a network change, and shut down once every request that may still run on them has ended.
+        var retired: [ObjectIdentifier: HTTPClient] = [:]
+        var shutDown = false
+    }
+
     let settings: Settings
-    private let clients: [HTTPClient]
+    private let makeClient: @Sendable (ServiceEndpoint) -> HTTPClient
+    private let clients: Mutex<Clients>
     private let health: Mutex<ServiceAddressHealth>
     private let clock: any MonotonicClock
     private let logger: Logger
@@ -98,7 +107,7 @@ final class ServiceClient: Sendable {
                 maxCoolDownSeconds: Double(connection.maxCoolDownMs) / 1000
             )
         )
-        clients = settings.endpoints.map { endpoint in
+        makeClient = { [settings, tls] endpoint in
             var configuration = HTTPClient.Configuration(
                 tlsConfiguration: tls,
                 redirectConfiguration: .disallow,
@@ -112,6 +121,7 @@ final class ServiceClient: Sendable {
             }
             return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }
+        clients = Mutex(Clients(current: settings.endpoints.map(makeClient)))
     }
 
     /// The URL of `target` (path and query) on `endpoint`: by the server name when there is one, else by IP.
@@ -186,7 +196,9 @@ final class ServiceClient: Sendable {
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async -> Swift.Result<Result, AttemptFailure> {
         let endpoint = settings.endpoints[index]
-        let client = clients[index]
+        guard let client = clients.withLock({ $0.shutDown ? nil : $0.current[index] }) else {
+            return .failure(.tryNext(ResolutionError(.shutdown, "the \(settings.sourceName) client was shut down")))
+        }
         let (logger, maxAnswerBytes) = (logger, settings.maxAnswerBytes)
         let fetched: Swift.Result<Answer, AttemptFailure>
         do {
@@ -261,7 +273,35 @@ final class ServiceClient: Sendable {
         return ResolutionError(.serverUnreachable, "\(endpoint) could not be reached for \(host): \(text)")
     }
 
+    /// The network changed: every address counts as healthy again, and new clients (so new connections, from the
+    /// new network) serve the requests from now on. The old clients are shut down once the budget of every request
+    /// that may still run on them has passed.
+    func networkChanged() async {
+        health.withLock { $0.reset() }
+        let replaced = clients.withLock { clients -> [HTTPClient] in
+            guard !clients.shutDown else { return [] }
+            let old = clients.current
+            clients.current = settings.endpoints.map(makeClient)
+            for client in old { clients.retired[ObjectIdentifier(client)] = client }
+            return old
+        }
+        guard !replaced.isEmpty else { return }
+        // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
+        let budget = Duration.milliseconds(settings.budgetMs) + .seconds(1)
+        Task { [self] in
+            try? await Task.sleep(for: budget)
+            let due = self.clients.withLock { clients in replaced.compactMap { clients.retired.removeValue(forKey: ObjectIdentifier($0)) } }
+            for client in due { try? await client.shutdown() }
+        }
+    }
+
     func shutdown() async {
-        for client in clients { try? await client.shutdown() }
+        let all = clients.withLock { clients -> [HTTPClient] in
+            guard !clients.shutDown else { return [] }
+            clients.shutDown = true
+            defer { clients.retired = [:] }
+            return clients.current + clients.retired.values
+        }
+        for client in all { try? await client.shutdown() }
     }
 }

@@ -17,6 +17,7 @@ public enum MetricsExposition {
         "httpdns_resolution_duration_seconds": "Time an upstream query took, by source.",
         "httpdns_fallbacks_total": "Lookups the trusted source failed and a fallback source was asked, by from and to.",
         "httpdns_hijack_suspected_total": "Local resolver answers the hijack guard did not call ok, by reason.",
+        "httpdns_network_changes_total": "Network changes reported to the resolver, each emptying its caches.",
     ]
 
     /// `text` with `# HELP` inserted before each `# TYPE` line of a metric that has help text.

@@ -22,10 +22,17 @@ public protocol ResolutionSource: Sendable {
         families: AddressFamilies,
         completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
     )
+
+    /// The network the process is on has changed: forget what was learnt about the old one (which addresses
+    /// failed, connections opened from the old address). ``HostResolver/networkChanged(concurrency:)`` calls it
+    /// before it asks again. The default does nothing.
+    func networkChanged() async
 }
 
 extension ResolutionSource {
     public var upstreamDescription: String { name }
+
+    public func networkChanged() async {}
 
     public func startQuery(
         _ host: HostName,

@@ -100,36 +100,8 @@ public final class ResolverCache: Sendable {
         families: AddressFamilies = .all,
         concurrency: Int = 64
     ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
-        guard concurrency > 0 else {
-            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
-        }
-        return await withTaskGroup(of: (HostName, ResolutionError?).self) { group in
-            func resolveOne(_ host: HostName) {
-                group.addTask {
-                    do {
-                        _ = try await self.resolve(host, families: families)
-                        return (host, nil)
-                    } catch let error as ResolutionError {
-                        return (host, error.code.isNegativeAnswer ? nil : error)
-                    } catch {
-                        return (host, ResolutionError(.internalError, "\(error)"))
-                    }
-                }
-            }
-            var next = 0
-            while next < hosts.count, next < concurrency {
-                resolveOne(hosts[next])
-                next += 1
-            }
-            var failures: [HostName: ResolutionError] = [:]
-            for await (host, error) in group {
-                if let error { failures[host] = error }
-                if next < hosts.count {
-                    resolveOne(hosts[next])
-                    next += 1
-                }
-            }
-            return failures
+        try await BoundedLookups.run(hosts.map { ($0, families) }, concurrency: concurrency) { host, families in
+            _ = try await self.resolve(host, families: families)
         }
     }
 

@@ -32,6 +32,7 @@ public final class StaticSource: ResolutionSource {
     private let replies: Mutex<[String: Reply]>
     private let otherwise: Reply
     private let counts: Mutex<[String: Int]>?
+    private let networkChanges = Mutex(0)
 
     /// - Parameter countsQueries: whether ``queryCount(_:)`` is kept; a benchmark that fills a cache with many
     ///   names turns it off, so the counts take neither time nor memory.
@@ -55,6 +56,13 @@ public final class StaticSource: ResolutionSource {
     /// The queries made for `host` so far (0 when the source does not count).
     public func queryCount(_ host: String) -> Int {
         counts?.withLock { $0[host] ?? 0 } ?? 0
+    }
+
+    /// How many times ``networkChanged()`` was called.
+    public var networkChangeCount: Int { networkChanges.withLock { $0 } }
+
+    public func networkChanged() async {
+        networkChanges.withLock { $0 += 1 }
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {

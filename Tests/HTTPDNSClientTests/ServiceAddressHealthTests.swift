@@ -38,4 +38,14 @@ import Testing
         health.failed(1, now: at(1))
         #expect(health.order(now: at(1.5)) == [1, 0])
     }
+
+    @Test func aNetworkChangeForgetsFailuresAndLatencies() {
+        var health = ServiceAddressHealth(count: 2, coolDownSeconds: 1, maxCoolDownSeconds: 60)
+        health.failed(0, now: start)
+        health.succeeded(1, latencyNanoseconds: 9_000_000)
+        #expect(health.order(now: start) == [1, 0])
+        health.reset()
+        #expect(health.order(now: start) == [0, 1], "as configured again")
+        #expect(health.entries.allSatisfy { $0.failuresInARow == 0 && $0.coolingUntil == nil && $0.latencyNanoseconds == nil })
+    }
 }

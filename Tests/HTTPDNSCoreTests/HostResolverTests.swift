@@ -57,6 +57,49 @@ import Testing
         #expect(lyingAlone.queryCount("www.example") == 2, "asked again each time: a refused answer is never cached")
     }
 
+    /// A network change empties every cache, tells every source, and resolves the names in use again through the
+    /// policy, each for the families it was held for; what cannot be resolved now is reported.
+    @Test func aNetworkChangeEmptiesTheCachesAndResolvesTheNamesInUseAgain() async throws {
+        let trusted = StaticSource(
+            [
+                "four.example": .addresses(ipv4: ["192.0.2.4"], ipv6: [], ttl: 600),
+                "both.example": .addresses(ipv4: ["192.0.2.5"], ipv6: ["2001:db8::5"], ttl: 600),
+                "gone.example": .addresses(ipv4: ["192.0.2.6"], ipv6: [], ttl: 600),
+            ],
+            otherwise: .failure(.timeout),
+            name: "httpdns"
+        )
+        let local = StaticSource(["local.example": .addresses(ipv4: ["198.51.100.7"], ipv6: [], ttl: 600)], name: "cares")
+        let resolver = try resolver(trusted: trusted, fallbacks: [local])
+        _ = try await resolver.resolve(host("four.example"), families: .ipv4)
+        _ = try await resolver.resolve(host("both.example"), families: .all)
+        _ = try await resolver.resolve(host("gone.example"), families: .ipv4)
+        #expect(try await resolver.resolve(host("local.example"), families: .ipv4).fallback)
+
+        // On the new network the trusted service answers differently, and reaches local.example too.
+        trusted.set("both.example", .addresses(ipv4: ["192.0.2.55"], ipv6: ["2001:db8::55"], ttl: 600))
+        trusted.set("local.example", .addresses(ipv4: ["192.0.2.7"], ipv6: [], ttl: 600))
+        trusted.set("gone.example", .failure(.serverUnreachable))
+        local.set("gone.example", .failure(.refused))
+        let failures = try await resolver.networkChanged()
+
+        #expect(failures.keys.map(\.value) == ["gone.example"])
+        #expect(failures[host("gone.example")]?.code == .refused, "the last source's failure")
+        #expect(trusted.networkChangeCount == 1 && local.networkChangeCount == 1)
+        #expect(trusted.queryCount("four.example") == 2 && trusted.queryCount("both.example") == 2)
+        let both = try #require(try resolver.trusted.cachedResolution(host("both.example"), families: .all))
+        #expect(both.ipv4 == [v4("192.0.2.55")] && both.ipv6 == [v6("2001:db8::55")])
+        #expect(try resolver.trusted.cachedResolution(host("four.example"), families: .ipv4)?.ipv4 == [v4("192.0.2.4")])
+        #expect(try resolver.trusted.cachedResolution(host("four.example"), families: .ipv6) == nil, "asked again for IPv4 only")
+        #expect(try resolver.trusted.cachedResolution(host("local.example"), families: .ipv4)?.ipv4 == [v4("192.0.2.7")])
+        #expect(resolver.fallbacks[0].stats.entries == 0, "the local answer learnt on the old network is gone")
+        // Lookups now are cache hits.
+        let answer = try await resolver.resolve(host("local.example"), families: .ipv4)
+        #expect(!answer.fallback && answer.resolution.ipv4 == [v4("192.0.2.7")])
+        #expect(trusted.queryCount("local.example") == 2, "one miss before the change, one re-resolution after; then a hit")
+        await #expect(throws: ConfigurationError.self) { try await resolver.networkChanged(concurrency: 0) }
+    }
+
     @Test func theAllowListLetsInternalNamesResolvePrivately() async throws {
         let local = StaticSource(otherwise: .addresses(ipv4: ["10.1.2.3"], ipv6: [], ttl: 60), name: "cares")
         let resolver = try resolver(fallbacks: [local]) { $0.guardConfiguration.privateAnswerAllowList = try! HostPatterns([".corp.example"]) }

@@ -136,6 +136,32 @@ struct NativeServiceSourceTests {
         }
     }
 
+    /// After a network change the source opens new connections: the kept-alive one was made from the old network.
+    @Test func aNetworkChangeOpensNewConnections() async throws {
+        try await Self.withService { url, certificate in
+            let port = try ServiceEndpoint(parsing: url).port
+            try await Self.using(try Self.source([url], cacert: certificate)) { source in
+                _ = try await source.query(try HostName("serve.test"), families: .ipv4)
+                _ = try await source.query(try HostName("serve.test"), families: .ipv6)
+                #expect(try Self.establishedConnections(toPort: port) == 1, "kept alive and reused")
+                await source.networkChanged()
+                _ = try await source.query(try HostName("serve.test"), families: .ipv4)
+                #expect(try Self.establishedConnections(toPort: port) == 2, "a new one; the old closes once its requests are over")
+            }
+        }
+    }
+
+    /// TCP connections on loopback whose local port is `port` and that are established: the service's side of
+    /// each client connection (from /proc/net/tcp, so no tool is needed).
+    static func establishedConnections(toPort port: Int) throws -> Int {
+        let table = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
+        let localPort = String(format: ":%04X", port)
+        return table.split(separator: "\n").dropFirst().count { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 3 && fields[1].hasSuffix(localPort) && fields[3] == "01"
+        }
+    }
+
     @Test func whenEveryAddressIsDownTheErrorSaysSo() async throws {
         let closed = [try ClosedTCPPort(), try ClosedTCPPort()]
         let ports = closed.map(\.port)

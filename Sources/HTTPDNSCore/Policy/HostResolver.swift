@@ -45,6 +45,7 @@ public final class HostResolver: Sendable {
     private let logger: Logger
     private let fallbackCounters: [Counter]
     private let downgrades: Counter
+    private let networkChanges = Counter(label: "httpdns_network_changes_total")
 
     /// - Throws: ``ConfigurationError`` when a cache configuration does not validate.
     public init(
@@ -110,6 +111,58 @@ public final class HostResolver: Sendable {
         }
         throw lastFailure
     }
+
+    /// Resolves every host in `hosts` through the policy (for example at start-up, so the first requests hit the
+    /// cache), at most `concurrency` at a time.
+    /// - Returns: the hosts that no source could resolve, with their errors. Negative answers are answers.
+    /// - Throws: ``ConfigurationError`` when `concurrency` is not positive.
+    @discardableResult
+    public func preResolve(
+        _ hosts: [HostName],
+        families: AddressFamilies = .all,
+        concurrency: Int = 64
+    ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
+        try await BoundedLookups.run(hosts.map { ($0, families) }, concurrency: concurrency) { host, families in
+            _ = try await self.resolve(host, families: families)
+        }
+    }
+
+    /// Call when the network the process is on has changed (an interface or a VPN came or went, the machine moved):
+    /// answers learnt there may not hold here, and neither may which service addresses failed.
+    ///
+    /// Every cache is emptied, every source is told (``ResolutionSource/networkChanged()``: the service sources
+    /// count every address healthy again and open new connections), and the names the caches held are resolved
+    /// again through the policy, each for the families it was held for, most recently used first, so the requests
+    /// that follow find them cached. Lookups already in flight finish as they would have; their answers are
+    /// stored.
+    /// - Returns: the names that could not be resolved again, with their errors.
+    /// - Throws: ``ConfigurationError`` when `concurrency` is not positive.
+    @discardableResult
+    public func networkChanged(concurrency: Int = 64) async throws(ConfigurationError) -> [HostName: ResolutionError] {
+        guard concurrency > 0 else {
+            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
+        }
+        var inUse: [(host: HostName, families: AddressFamilies)] = []
+        var position: [HostName: Int] = [:]
+        for cache in [trusted] + fallbacks {
+            for entry in cache.entries() {
+                let families: AddressFamilies = [entry.ipv4 == nil ? [] : .ipv4, entry.ipv6 == nil ? [] : .ipv6]
+                if let index = position[entry.host] {
+                    inUse[index].families.formUnion(families)
+                } else {
+                    position[entry.host] = inUse.count
+                    inUse.append((entry.host, families))
+                }
+            }
+            cache.flushAll()
+        }
+        for cache in [trusted] + fallbacks { await cache.source.networkChanged() }
+        networkChanges.increment()
+        logger.info("network changed: caches emptied, resolving the names in use again", metadata: ["httpdns.names": "\(inUse.count)"])
+        return try await BoundedLookups.run(inUse, concurrency: concurrency) { host, families in
+            _ = try await self.resolve(host, families: families)
+        }
+    }
 }
 
 /// A fallback source whose fresh answers the guard judges before its cache keeps them.
@@ -126,6 +179,8 @@ struct GuardedSource: ResolutionSource {
 
     var name: String { base.name }
     var upstreamDescription: String { base.upstreamDescription }
+
+    func networkChanged() async { await base.networkChanged() }
 
     func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         let answer = try await base.query(host, families: families)
