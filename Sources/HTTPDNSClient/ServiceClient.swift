@@ -91,6 +91,9 @@ final class ServiceClient: Sendable {
                 throw ConfigurationError(key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)")
             }
         }
+        if !connection.pins.isEmpty, let plain = settings.endpoints.first(where: { $0.scheme == .http }) {
+            throw ConfigurationError(key: "pin", reason: "pins need HTTPS, and \(plain) is plain HTTP")
+        }
         for endpoint in settings.endpoints where endpoint.scheme == .http {
             logger.warning(
                 "asking an HTTPDNS service over plain HTTP: answers can be read and changed on the way",
@@ -118,6 +121,12 @@ final class ServiceClient: Sendable {
             configuration.connectionPool.retryConnectionEstablishment = false
             if let name = settings.serverName {
                 configuration.dnsOverride = [name: endpoint.address.description]
+            }
+            if !settings.connection.pins.isEmpty {
+                // Called on each new connection once TLS is up, before the pool takes it.
+                let pins = Set(settings.connection.pins)
+                configuration.http1_1ConnectionDebugInitializer = { SPKIPinMismatch.check($0, against: pins) }
+                configuration.http2ConnectionDebugInitializer = { SPKIPinMismatch.check($0, against: pins) }
             }
             return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }
@@ -249,6 +258,9 @@ final class ServiceClient: Sendable {
     /// the handshake, or TLS spoken to a port that does not, is the address being unreachable, not an attack.
     static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: HostName) -> ResolutionError {
         let text = "\(error)"
+        if let mismatch = error as? SPKIPinMismatch {
+            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(mismatch)")
+        }
         if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
             return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) holds neither its address nor the server name (\(text))")
         }

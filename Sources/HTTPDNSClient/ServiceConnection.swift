@@ -8,6 +8,9 @@ public struct ServiceConnection: Sendable, Hashable {
     public var serverName: String?
     /// A PEM file of certificates to trust besides the system's (a private CA). Default none.
     public var extraTrustRootsPEMFile: String?
+    /// SPKI SHA-256 pins: when any are given, the service's public key must be one of them, besides the certificate
+    /// verifying as usual. Default none. Needs `https` addresses.
+    public var pins: [SPKIPin] = []
     /// How long one lookup may take, over every address tried. Default 2,000 ms.
     public var budgetMs: Int = 2000
     /// How long one address is given. Default 1,000 ms.

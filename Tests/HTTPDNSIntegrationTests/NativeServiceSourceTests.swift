@@ -136,6 +136,40 @@ struct NativeServiceSourceTests {
         }
     }
 
+    /// SPKI pins, computed by openssl from the certificate file: the right pin answers; a certificate that verifies
+    /// but whose key is none of the pins is rejected at once, saying which key it presented.
+    @Test func pinsAreCheckedBesideTheCertificate() async throws {
+        try await Self.withService { url, certificate in
+            let openssl = try #require(ChildProcess.find("openssl"), "openssl is missing: run scripts/install-deps.sh")
+            let pinned = try await ChildProcess.run(
+                executable: "/bin/sh",
+                arguments: [
+                    "-c",
+                    "'\(openssl)' x509 -pubkey -noout -in '\(certificate)' | '\(openssl)' pkey -pubin -outform der"
+                        + " | '\(openssl)' dgst -sha256 -binary | '\(openssl)' base64",
+                ]
+            )
+            let pin = try SPKIPin(parsing: pinned.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            let other = try SPKIPin(parsing: "sha256//" + String(repeating: "A", count: 43) + "=")
+            try await Self.using(try Self.source([url], cacert: certificate) { $0.connection.pins = [other, pin] }) { source in
+                let answer = try await source.query(try HostName("serve.test"), families: .ipv4)
+                #expect(Self.addresses(answer.ipv4) == [IPv4Address("127.0.0.1")!])
+            }
+            let source = try Self.source([url], cacert: certificate) {
+                $0.connection.pins = [other]
+                $0.connection.attemptTimeoutMs = 20_000
+            }
+            try await Self.using(source) { source in
+                let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
+                #expect(error?.code == .certificateRejected, "\(String(describing: error))")
+                #expect(error?.message.contains(pin.description) == true, "names the key presented: \(String(describing: error))")
+            }
+            #expect(throws: ConfigurationError.self) {
+                try Self.source(["http://127.0.0.1:8053"], cacert: nil) { $0.connection.pins = [pin] }
+            }
+        }
+    }
+
     /// After a network change the source opens new connections: the kept-alive one was made from the old network.
     @Test func aNetworkChangeOpensNewConnections() async throws {
         try await Self.withService { url, certificate in
