@@ -117,6 +117,7 @@ let package = Package(
             name: "HTTPDNSSettings",
             dependencies: [
                 "HTTPDNSCAres",
+                "HTTPDNSClient",
                 "HTTPDNSCore",
                 "HTTPDNSServer",
                 "HTTPDNSWire",

@@ -29,6 +29,10 @@ public final class DoHSource: ResolutionSource {
         public init(servers: [ServiceEndpoint]) {
             connection = ServiceConnection(servers: servers)
         }
+
+        public init(connection: ServiceConnection) {
+            self.connection = connection
+        }
     }
 
     public let configuration: Configuration

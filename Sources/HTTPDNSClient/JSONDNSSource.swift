@@ -22,6 +22,10 @@ public final class JSONDNSSource: ResolutionSource {
         public init(servers: [ServiceEndpoint]) {
             connection = ServiceConnection(servers: servers)
         }
+
+        public init(connection: ServiceConnection) {
+            self.connection = connection
+        }
     }
 
     public let configuration: Configuration

@@ -33,6 +33,10 @@ public final class NativeServiceSource: ResolutionSource {
         public init(servers: [ServiceEndpoint]) {
             connection = ServiceConnection(servers: servers)
         }
+
+        public init(connection: ServiceConnection) {
+            self.connection = connection
+        }
     }
 
     public let configuration: Configuration

@@ -62,11 +62,14 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
     public let message: String
     /// For negative answers: how many seconds the answer may still be cached.
     public let ttlSeconds: UInt32?
+    /// For ``Code/rejectedByGuard``: the hijack guard's verdict on the answer it refused.
+    public let verdict: HijackVerdict?
 
-    public init(_ code: Code, _ message: String, ttlSeconds: UInt32? = nil) {
+    public init(_ code: Code, _ message: String, ttlSeconds: UInt32? = nil, verdict: HijackVerdict? = nil) {
         self.code = code
         self.message = message
         self.ttlSeconds = ttlSeconds
+        self.verdict = verdict
     }
 
     public var description: String { message }

@@ -1,4 +1,5 @@
 import Configuration
+import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSWire
 
@@ -12,6 +13,10 @@ public enum SettingKind: Sendable, Hashable {
     /// DNS servers, `IP[:PORT]` or `[IPv6]:PORT` each: a JSON array or string in a file, comma-separated text in
     /// the environment, a repeated flag.
     case dnsServers
+    /// HTTPDNS service URLs, `https://IP[:PORT][/PATH]` each (``ServiceEndpoint``), listed as ``dnsServers`` are.
+    case serviceURLs
+    /// SPKI SHA-256 pins, `sha256//BASE64` each (``SPKIPin``), listed as ``dnsServers`` are.
+    case pins
     /// `true` or `false` (`1` and `0` in text).
     case flag
     /// A whole number greater than 0.
@@ -22,21 +27,24 @@ public enum SettingKind: Sendable, Hashable {
     case seconds
     /// One of a fixed list of words.
     case choice([String])
+    /// Words from a fixed list, listed as ``dnsServers`` are.
+    case choices([String])
     /// The service's accounts: an object in the file, or the path of a JSON file holding one.
     case accounts
 
     /// Reads a value from the configuration file.
     func read(json value: JSONValue, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
         switch (self, value) {
-        case (.dnsServers, .array(let elements)):
+        case (.dnsServers, .array(let elements)), (.serviceURLs, .array(let elements)), (.pins, .array(let elements)),
+            (.choices, .array(let elements)):
             var texts: [String] = []
             for element in elements {
                 guard case .string(let text) = element else { throw SettingError(origin, "must be a list of strings, not \(element.kind) in it") }
                 texts.append(text)
             }
-            return try Self.servers(texts, from: origin)
-        case (.dnsServers, .string(let text)):
-            return try Self.servers([text], from: origin)
+            return try checkedList(texts, from: origin)
+        case (.dnsServers, .string(let text)), (.serviceURLs, .string(let text)), (.pins, .string(let text)), (.choices, .string(let text)):
+            return try checkedList([text], from: origin)
         case (.flag, .bool(let flag)):
             return .bool(flag)
         case (.positiveInteger, .number(let number)), (.nonNegativeNumber, .number(let number)), (.seconds, .number(let number)):
@@ -64,9 +72,10 @@ public enum SettingKind: Sendable, Hashable {
                 throw SettingError(origin, "must be HOST:PORT (for IPv6, [ADDRESS]:PORT), not \(shown)")
             }
             return .string(text)
-        case .dnsServers:
-            // Comma-separated; empty entries are skipped, so an empty value names no server (the system's).
-            return try Self.servers(text.split(separator: ",").map(String.init), from: origin)
+        case .dnsServers, .serviceURLs, .pins, .choices:
+            // Comma-separated; empty entries are skipped, so an empty value names none (for DNS servers, the
+            // system's).
+            return try checkedList(text.split(separator: ",").map(String.init), from: origin)
         case .flag:
             switch text {
             case "true", "1": return .bool(true)
@@ -111,11 +120,14 @@ public enum SettingKind: Sendable, Hashable {
         case .text: "a non-empty string"
         case .hostAndPort: "HOST:PORT"
         case .dnsServers: "a list of DNS servers, IP[:PORT] each"
+        case .serviceURLs: "a list of service URLs, https://IP[:PORT][/PATH] each"
+        case .pins: "a list of SPKI SHA-256 pins, sha256//BASE64 each"
         case .flag: "true or false"
         case .positiveInteger: "a positive whole number"
         case .nonNegativeNumber: "a number ≥ 0"
         case .seconds: "a whole number of seconds ≥ 0"
         case .choice(let words): Self.list(words)
+        case .choices(let words): "a list of \(Self.list(words))"
         case .accounts: "an object of accounts, or the path of a JSON file holding one"
         }
     }
@@ -128,17 +140,30 @@ public enum SettingKind: Sendable, Hashable {
         number == number.rounded() && abs(number) < 1e15 ? String(Int(number)) : String(number)
     }
 
-    private static func servers(_ texts: [String], from origin: SettingOrigin) throws(SettingError) -> ConfigContent {
-        var servers: [String] = []
+    /// The items of a list kind, each checked and written in its canonical form.
+    private func checkedList(_ texts: [String], from origin: SettingOrigin) throws(SettingError) -> ConfigContent {
+        var items: [String] = []
         for text in texts {
             let trimmed = text.trimmingWhitespace
             do {
-                servers.append(try DNSServerAddress(parsing: trimmed).description)
+                switch self {
+                case .choices(let words):
+                    guard words.contains(trimmed) else {
+                        throw SettingError(origin, "must be a list of \(Self.list(words)), not '\(trimmed)' in it")
+                    }
+                    items.append(trimmed)
+                case .serviceURLs: items.append(try ServiceEndpoint(parsing: trimmed).description)
+                case .pins: items.append(try SPKIPin(parsing: trimmed).description)
+                default: items.append(try DNSServerAddress(parsing: trimmed).description)
+                }
+            } catch let error as SettingError {
+                throw error
             } catch {
-                throw SettingError(origin, "holds a server that cannot be used: \(error)")
+                let noun = self == .serviceURLs ? "a service URL" : self == .pins ? "a pin" : "a server"
+                throw SettingError(origin, "holds \(noun) that cannot be used: \(error)")
             }
         }
-        return .stringArray(servers)
+        return .stringArray(items)
     }
 }
 

@@ -1,47 +1,65 @@
 import ArgumentParser
+import Foundation
 import HTTPDNSCAres
+import HTTPDNSClient
 import HTTPDNSCore
+import HTTPDNSSettings
 import HTTPDNSWire
 
 /// `httpdns resolve HOST`: one lookup, printed for people or as JSON.
 struct ResolveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resolve",
-        abstract: "Resolve a host name through c-ares or the system resolver.",
+        abstract: "Resolve a host name through an HTTPDNS service, DoH, c-ares, the system resolver, or the policy over them.",
         discussion: """
-            Exit codes: 0 answered; 1 the name has no address (NXDOMAIN or no data); 2 bad input; \
-            3 no server could be reached or none gave an answer.
+            Settings come from --config (JSON), then HTTPDNS_… environment variables, then flags; later wins. \
+            Every key is in docs/CLI.md. Exit codes: 0 answered; 1 the name has no address (NXDOMAIN or no data), \
+            or the only answer was refused by the hijack guard; 2 bad input; 3 nothing could be reached or none \
+            gave an answer.
             """
     )
-
-    enum SourceChoice: String, ExpressibleByArgument, CaseIterable {
-        case cares, system
-    }
-
-    enum RecordType: String, ExpressibleByArgument, CaseIterable {
-        case a = "A", aaaa = "AAAA", any = "ANY"
-
-        init?(argument: String) { self.init(rawValue: argument.uppercased()) }
-
-        var families: AddressFamilies {
-            switch self {
-            case .a: .ipv4
-            case .aaaa: .ipv6
-            case .any: .all
-            }
-        }
-    }
 
     @Argument(help: "The host name to resolve.")
     var host: String
 
-    @Option(help: "Where to ask: cares (DNS through c-ares) or system (getaddrinfo).")
-    var source: SourceChoice = .cares
+    @Option(help: "A JSON configuration file (also HTTPDNS_CONFIG).")
+    var config: String?
 
-    @OptionGroup var dns: DNSOptions
+    @Option(help: "auto (the policy), httpdns (native API), doh, cares or system (default cares).")
+    var source: String?
 
-    @Option(name: .customLong("type"), help: "A, AAAA or ANY (both).")
-    var recordType: RecordType = .any
+    @Option(name: .customLong("server"), help: "An HTTPDNS service, https://IP[:PORT][/PATH]; repeatable.")
+    var servers: [String] = []
+
+    @Option(name: .customLong("server-name"), help: "The name the service's certificate holds (also its SNI).")
+    var serverName: String?
+
+    @Option(help: "A PEM file of certificates to trust besides the system's.")
+    var cacert: String?
+
+    @Option(name: .customLong("pin"), help: "An SPKI SHA-256 pin of the service's key, sha256//BASE64; repeatable.")
+    var pins: [String] = []
+
+    @Option(name: .customLong("budget-ms"), help: "How long the service may take, over all its addresses (default 2000).")
+    var budgetMs: String?
+
+    @Option(name: .customLong("fallback"), help: "What auto asks when the service fails: cares, system; repeatable, in order (default both).")
+    var fallbacks: [String] = []
+
+    @Option(name: .customLong("dns"), help: "A DNS server for c-ares, IP[:PORT] ([IPv6]:PORT); repeatable. Default: /etc/resolv.conf.")
+    var dnsServers: [String] = []
+
+    @Flag(help: "Ask the DNS servers over TCP instead of UDP.")
+    var tcp = false
+
+    @Option(name: .customLong("timeout-ms"), help: "c-ares's first-try timeout per server, in milliseconds (default 1000).")
+    var timeoutMs: String?
+
+    @Option(help: "c-ares's tries per server (default 2).")
+    var tries: String?
+
+    @Option(name: .customLong("type"), help: "A, AAAA or ANY (both; the default).")
+    var recordType: String?
 
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
@@ -54,90 +72,198 @@ struct ResolveCommand: AsyncParsableCommand {
             Output.diagnostic("httpdns: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-        let servers = try dns.servers()
-        if source == .system, !servers.isEmpty {
-            Output.diagnostic("httpdns: --dns applies to --source cares; the system resolver uses /etc/resolv.conf")
+        let settings = try await readSettings()
+        let sources: Sources
+        do {
+            sources = try await Sources.make(settings)
+        } catch {
+            // A service or c-ares configuration the libraries refuse (a --cacert that is not PEM, an unreadable
+            // resolv.conf).
+            Output.diagnostic("httpdns: \(error)")
             throw ExitCode(ExitStatus.usage)
         }
-
-        let resolutionSource: any ResolutionSource
-        var caresSource: CAresSource?
-        switch source {
-        case .cares:
-            let cares: CAresSource
-            do {
-                cares = try CAresSource(configuration: dns.caresConfiguration(servers: servers))
-            } catch {
-                // c-ares could not start: an unreadable or invalid resolver configuration.
-                Output.diagnostic("httpdns: \(error)")
-                throw ExitCode(ExitStatus.usage)
-            }
-            caresSource = cares
-            resolutionSource = cares
-        case .system:
-            resolutionSource = SystemSource()
-        }
-        let cache = try ResolverCache(source: resolutionSource)
         let stopwatch = Stopwatch()
-        let result: Result<Resolution, ResolutionError>
+        let result: Result<HostResolver.Answer, ResolutionError>
         do {
-            result = .success(try await cache.resolve(hostName, families: recordType.families))
+            result = .success(try await sources.resolve(hostName, families: settings.families))
         } catch let error as ResolutionError {
             result = .failure(error)
         }
         let durationMs = Double(stopwatch.elapsedNanoseconds) / 1_000_000
-        await caresSource?.shutdown()
+        await sources.shutdown()
 
         switch result {
-        case .success(let resolution):
-            print(json ? Self.json(resolution, durationMs: durationMs).text : Self.text(resolution, durationMs: durationMs))
+        case .success(let answer):
+            print(settings.json ? Self.json(answer, durationMs: durationMs).text : Self.text(answer, durationMs: durationMs))
         case .failure(let error):
-            if json {
-                print(Self.json(error, host: hostName, source: resolutionSource.name, durationMs: durationMs).text)
+            if settings.json {
+                print(Self.json(error, host: hostName, source: sources.firstChoice, durationMs: durationMs).text)
             }
             Output.diagnostic("httpdns: \(error.message)")
-            throw ExitCode(error.code.isNegativeAnswer ? ExitStatus.negative : ExitStatus.unreachable)
+            let negative = error.code.isNegativeAnswer || error.code == .rejectedByGuard
+            throw ExitCode(negative ? ExitStatus.negative : ExitStatus.unreachable)
         }
     }
 
-    static func json(_ resolution: Resolution, durationMs: Double) -> JSON {
-        .object([
+    /// The flags over the environment over the file, checked: a bad setting ends the command with exit code 2.
+    private func readSettings() async throws -> ResolveSettings {
+        var flags: [String: [String]] = [:]
+        flags[ResolveSettings.source.key] = source.map { [$0] }
+        flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
+        flags[ResolveSettings.serverName.key] = serverName.map { [$0] }
+        flags[ResolveSettings.cacert.key] = cacert.map { [$0] }
+        flags[ResolveSettings.pins.key] = pins.isEmpty ? nil : pins
+        flags[ResolveSettings.budgetMs.key] = budgetMs.map { [$0] }
+        flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
+        flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
+        flags[ResolveSettings.tcp.key] = tcp ? ["true"] : nil
+        flags[ResolveSettings.timeoutMs.key] = timeoutMs.map { [$0] }
+        flags[ResolveSettings.tries.key] = tries.map { [$0] }
+        // Not case-sensitive on the command line.
+        flags[ResolveSettings.type.key] = recordType.map { [$0.uppercased()] }
+        flags[ResolveSettings.json.key] = json ? ["true"] : nil
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            let reader = try SettingsReader(
+                settings: ResolveSettings.table,
+                file: config ?? environment["HTTPDNS_CONFIG"],
+                environment: environment,
+                flags: flags
+            )
+            return try await ResolveSettings(reading: reader)
+        } catch {
+            Output.diagnostic("httpdns resolve: \(error)")
+            throw ExitCode(ExitStatus.usage)
+        }
+    }
+
+    static func json(_ answer: HostResolver.Answer, durationMs: Double) -> JSON {
+        let resolution = answer.resolution
+        return .object([
             ("host", .string(resolution.host.value)),
             ("ipv4", .array(resolution.ipv4.map { .string($0.description) })),
             ("ipv6", .array(resolution.ipv6.map { .string($0.description) })),
             ("ttl", .integer(Int(resolution.ttlSeconds))),
-            ("source", .string(resolution.source)),
+            ("source", .string(answer.source)),
+            ("fallback", .bool(answer.fallback)),
+            ("verdict", json(answer.verdict)),
             ("cached", .bool(resolution.cached)),
             ("stale", .bool(resolution.stale)),
             ("durationMs", .number((durationMs * 1000).rounded() / 1000)),
         ])
     }
 
+    static func json(_ verdict: HijackVerdict) -> JSON {
+        var members: [(String, JSON)] = [("level", .string(verdict.level.rawValue)), ("reason", .string(verdict.reason.description))]
+        if let trusted = verdict.trustedAddresses { members.append(("trusted", .array(trusted.map { .string($0.description) }))) }
+        return .object(members)
+    }
+
     static func json(_ error: ResolutionError, host: HostName, source: String, durationMs: Double) -> JSON {
-        .object([
+        var members: [(String, JSON)] = [
             ("host", .string(host.value)),
             ("ipv4", .array([])),
             ("ipv6", .array([])),
             ("ttl", error.ttlSeconds.map { .integer(Int($0)) } ?? .null),
             ("source", .string(source)),
+        ]
+        if let verdict = error.verdict { members.append(("verdict", json(verdict))) }
+        members += [
             ("error", .object([("code", .string(error.code.description)), ("message", .string(error.message))])),
             ("durationMs", .number((durationMs * 1000).rounded() / 1000)),
-        ])
+        ]
+        return .object(members)
     }
 
-    static func text(_ resolution: Resolution, durationMs: Double) -> String {
+    static func text(_ answer: HostResolver.Answer, durationMs: Double) -> String {
+        let resolution = answer.resolution
         var lines: [String] = []
         for address in resolution.ipv4 { lines.append("\(resolution.host)\tA\t\(address)") }
         for address in resolution.ipv6 { lines.append("\(resolution.host)\tAAAA\t\(address)") }
         if resolution.ipv4.isEmpty && resolution.ipv6.isEmpty { lines.append("\(resolution.host)\t(no addresses)") }
-        let flags = (resolution.cached ? " cached" : "") + (resolution.stale ? " stale" : "")
-        lines.append("ttl \(resolution.ttlSeconds)s, source \(resolution.source)\(flags), \(String(format3: durationMs)) ms")
+        var notes = (resolution.cached ? " cached" : "") + (resolution.stale ? " stale" : "") + (answer.fallback ? " fallback" : "")
+        if answer.verdict.level != .ok {
+            let trusted = answer.verdict.trustedAddresses.map { " (trusted: \($0.map(\.description).joined(separator: " ")))" } ?? ""
+            notes += ", \(answer.verdict)\(trusted)"
+        }
+        lines.append("ttl \(resolution.ttlSeconds)s, source \(answer.source)\(notes), \(String(format3: durationMs)) ms")
         return lines.joined(separator: "\n")
     }
 }
 
+/// The sources a `resolve` asks, made from its settings, and how it asks them.
+private struct Sources {
+    private let resolver: HostResolver?
+    private let cache: ResolverCache?
+    private let shutdowns: [@Sendable () async -> Void]
+    /// The source asked first, for an error's `source`.
+    let firstChoice: String
+    private let guardOnly = HijackGuard()
+
+    private init(resolver: HostResolver?, cache: ResolverCache?, shutdowns: [@Sendable () async -> Void]) {
+        self.resolver = resolver
+        self.cache = cache
+        self.shutdowns = shutdowns
+        firstChoice = resolver?.trusted.source.name ?? cache?.source.name ?? ""
+    }
+
+    /// - Throws: the library's error for a configuration it refuses; whatever was started is shut down.
+    static func make(_ settings: ResolveSettings) async throws -> Sources {
+        var shutdowns: [@Sendable () async -> Void] = []
+        func cares() throws -> CAresSource {
+            let source = try CAresSource(configuration: settings.cares)
+            shutdowns.append { await source.shutdown() }
+            return source
+        }
+        func native(_ connection: ServiceConnection) throws -> NativeServiceSource {
+            let source = try NativeServiceSource(configuration: .init(connection: connection))
+            shutdowns.append { await source.shutdown() }
+            return source
+        }
+        do {
+            switch settings.source {
+            case .auto:
+                let trusted = try native(settings.service!)
+                var fallbacks: [any ResolutionSource] = []
+                for name in settings.fallbacks {
+                    fallbacks.append(name == "cares" ? try cares() : SystemSource())
+                }
+                let resolver = try HostResolver(trusted: trusted, fallbacks: fallbacks)
+                return Sources(resolver: resolver, cache: nil, shutdowns: shutdowns)
+            case .httpdns:
+                return Sources(resolver: nil, cache: try ResolverCache(source: try native(settings.service!)), shutdowns: shutdowns)
+            case .doh:
+                let source = try DoHSource(configuration: .init(connection: settings.service!))
+                shutdowns.append { await source.shutdown() }
+                return Sources(resolver: nil, cache: try ResolverCache(source: source), shutdowns: shutdowns)
+            case .cares:
+                return Sources(resolver: nil, cache: try ResolverCache(source: try cares()), shutdowns: shutdowns)
+            case .system:
+                return Sources(resolver: nil, cache: try ResolverCache(source: SystemSource()), shutdowns: shutdowns)
+            }
+        } catch {
+            for shutdown in shutdowns { await shutdown() }
+            throw error
+        }
+    }
+
+    /// Through the policy for `auto`; otherwise through the one source, a local resolver's answer judged by the
+    /// guard's rules that need no trusted answer (a private address for a public name), for the record only.
+    func resolve(_ host: HostName, families: AddressFamilies) async throws -> HostResolver.Answer {
+        if let resolver { return try await resolver.resolve(host, families: families) }
+        let resolution = try await cache!.resolve(host, families: families)
+        let trustedSource = cache!.source is NativeServiceSource || cache!.source is DoHSource
+        let verdict = trustedSource ? .ok : guardOnly.judge(resolution.addresses, host: host, trusted: nil)
+        return HostResolver.Answer(resolution: resolution, source: cache!.source.name, fallback: false, verdict: verdict)
+    }
+
+    func shutdown() async {
+        for shutdown in shutdowns { await shutdown() }
+    }
+}
+
 extension String {
-    /// A number with three decimals, without Foundation.
+    /// A number with three decimals, without Foundation's formatter.
     init(format3 value: Double) {
         let thousandths = Int((value * 1000).rounded())
         let fraction = String(thousandths % 1000)

@@ -59,10 +59,17 @@ struct ResolveCommandTests {
         let source: String
         let cached: Bool
         let stale: Bool
+        let fallback: Bool
+        let verdict: Verdict
         let durationMs: Double
+
+        struct Verdict: Decodable, Equatable {
+            let level: String
+            let reason: String
+        }
     }
 
-    static let answerKeys: Set = ["host", "ipv4", "ipv6", "ttl", "source", "cached", "stale", "durationMs"]
+    static let answerKeys: Set = ["host", "ipv4", "ipv6", "ttl", "source", "fallback", "verdict", "cached", "stale", "durationMs"]
 
     func answer(_ completion: ChildProcess.Completion) throws -> Answer {
         let object = try jsonObject(completion.stdout)
@@ -82,6 +89,8 @@ struct ResolveCommandTests {
         #expect(answer.ipv6 == ["2001:db8::10"])
         #expect(answer.ttl == 60)
         #expect(answer.source == "cares")
+        #expect(answer.fallback == false)
+        #expect(answer.verdict == .init(level: "ok", reason: "none"))
         #expect(answer.cached == false)
         #expect(answer.stale == false)
         #expect(answer.durationMs >= 0)
@@ -231,7 +240,7 @@ struct ResolveCommandTests {
         BadInput(
             label: "--type MX",
             arguments: ["resolve", "dual.test", "--dns", silentServer, "--type", "MX"],
-            fragment: "The value 'MX' is invalid for '--type"
+            fragment: "--type must be A, AAAA or ANY, not 'MX'"
         ),
     ]
 

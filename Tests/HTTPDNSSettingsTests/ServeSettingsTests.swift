@@ -32,7 +32,12 @@ import Testing
 
     /// docs/SERVICE.md's configuration table lists exactly the keys of the table, with their variables and flags.
     @Test func theServiceDocumentationListsEveryKeyAndNoOther() throws {
-        let text = try String(contentsOf: Self.repository.appendingPathComponent("docs/SERVICE.md"), encoding: .utf8)
+        try Self.expectDocumented(ServeSettings.table, in: "docs/SERVICE.md")
+    }
+
+    /// The settings tables of `document` (rows of file key, variable, flag) list exactly the keys of `table`.
+    static func expectDocumented(_ table: [Setting], in document: String) throws {
+        let text = try String(contentsOf: Self.repository.appendingPathComponent(document), encoding: .utf8)
         var documented: [String: (environment: String, flag: String?)] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("| `") {
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -42,8 +47,8 @@ import Testing
             let flag = cells[3].hasPrefix("`--") ? String(cells[3].dropFirst().prefix { $0 != " " && $0 != "`" }) : nil
             documented[key] = (variable, flag)
         }
-        #expect(Set(documented.keys) == Set(ServeSettings.table.map(\.key)))
-        for setting in ServeSettings.table {
+        #expect(Set(documented.keys) == Set(table.map(\.key)), "\(document)")
+        for setting in table {
             #expect(documented[setting.key]?.environment == setting.environmentVariable, "\(setting.key)")
             #expect(documented[setting.key]?.flag == setting.flag, "\(setting.key)")
         }

@@ -34,6 +34,13 @@ public final class HostResolver: Sendable {
         public let fallback: Bool
         /// `ok` for the trusted source's answers; the guard's verdict for a fallback's.
         public let verdict: HijackVerdict
+
+        public init(resolution: Resolution, source: String, fallback: Bool, verdict: HijackVerdict) {
+            self.resolution = resolution
+            self.source = source
+            self.fallback = fallback
+            self.verdict = verdict
+        }
     }
 
     public let configuration: Configuration
@@ -190,7 +197,7 @@ struct GuardedSource: ResolutionSource {
         let verdict = hijackGuard.judge(addresses, host: host, trusted: Self.trustedView(trusted, host, families))
         if verdict.level != .ok { verdict.reason.counter.increment() }
         if verdict.level == .hijacked {
-            throw ResolutionError(.rejectedByGuard, "\(base.name)'s answer for \(host) was refused: \(verdict)")
+            throw ResolutionError(.rejectedByGuard, "\(base.name)'s answer for \(host) was refused: \(verdict)", verdict: verdict)
         }
         return answer
     }

@@ -1,0 +1,116 @@
+import HTTPDNSCAres
+import HTTPDNSClient
+import HTTPDNSCore
+
+/// The settings of `httpdns resolve`: its table of keys, and the sources they make.
+///
+/// Every flag has a key in the configuration file (`--config`, or `HTTPDNS_CONFIG`) and an `HTTPDNS_…` variable, read
+/// in the precedence flags, then the environment, then the file. A key that is not set leaves the library's own
+/// default in place.
+public struct ResolveSettings: Sendable {
+    /// Where `resolve` asks.
+    public enum Source: String, Sendable, CaseIterable {
+        /// The policy: the HTTPDNS service (native API), then c-ares, then the system resolver, with the guard.
+        case auto
+        /// The HTTPDNS service's native API (`/d`).
+        case httpdns
+        /// RFC 8484 DoH, at the URL's path or `/dns-query`.
+        case doh
+        /// Plain DNS through c-ares.
+        case cares
+        /// getaddrinfo.
+        case system
+
+        /// Whether it asks an HTTPDNS service.
+        public var asksService: Bool { self == .auto || self == .httpdns || self == .doh }
+    }
+
+    public static let source = Setting("source", .choice(Source.allCases.map(\.rawValue)), flag: "--source")
+    public static let servers = Setting("servers", .serviceURLs, flag: "--server")
+    public static let serverName = Setting("serverName", .text, flag: "--server-name")
+    public static let cacert = Setting("cacert", .text, flag: "--cacert")
+    public static let pins = Setting("pins", .pins, flag: "--pin")
+    public static let budgetMs = Setting("budgetMs", .positiveInteger, flag: "--budget-ms")
+    public static let fallbacks = Setting("fallbacks", .choices(["cares", "system"]), flag: "--fallback")
+    public static let dns = Setting("dns", .dnsServers, flag: "--dns")
+    public static let tcp = Setting("tcp", .flag, flag: "--tcp")
+    public static let timeoutMs = Setting("timeoutMs", .positiveInteger, flag: "--timeout-ms")
+    public static let tries = Setting("tries", .positiveInteger, flag: "--tries")
+    public static let type = Setting("type", .choice(["A", "AAAA", "ANY"]), flag: "--type")
+    public static let json = Setting("json", .flag, flag: "--json")
+
+    /// Every key of `httpdns resolve`, in the order docs/CLI.md lists them.
+    public static let table: [Setting] = [source, servers, serverName, cacert, pins, budgetMs, fallbacks, dns, tcp, timeoutMs, tries, type, json]
+
+    public var source = Source.cares
+    /// How the HTTPDNS service is reached; nil when no `servers` are set.
+    public var service: ServiceConnection?
+    /// What `auto` asks when the service fails, in order: `cares`, `system`, or both (the default).
+    public var fallbacks: [String] = ["cares", "system"]
+    /// How c-ares asks.
+    public var cares = CAresSource.Configuration()
+    public var families = AddressFamilies.all
+    public var json = false
+
+    /// Reads every key and checks that they fit together and the libraries accept them.
+    /// - Throws: ``SettingError`` naming the key, and where its value came from when that is where it went wrong.
+    public init(reading reader: SettingsReader) async throws(SettingError) {
+        if let text = try await reader.string(Self.source) { source = Source(rawValue: text)! }
+        let servers = try await reader.strings(Self.servers) ?? []
+        let serverName = try await reader.string(Self.serverName)
+        let cacert = try await reader.string(Self.cacert)
+        let pins = try await reader.strings(Self.pins) ?? []
+        let budgetMs = try await reader.int(Self.budgetMs)
+        if !servers.isEmpty {
+            // Each was checked as it was read, so parsing again cannot fail.
+            var connection = ServiceConnection(servers: servers.compactMap { try? ServiceEndpoint(parsing: $0) })
+            connection.serverName = serverName
+            connection.extraTrustRootsPEMFile = cacert
+            connection.pins = pins.compactMap { try? SPKIPin(parsing: $0) }
+            if let budgetMs {
+                connection.budgetMs = budgetMs
+                connection.attemptTimeoutMs = min(connection.attemptTimeoutMs, budgetMs)
+            }
+            service = connection
+        }
+        let fallbackList = try await reader.strings(Self.fallbacks)
+        if let fallbackList { fallbacks = fallbackList }
+        if let servers = try await reader.strings(Self.dns) {
+            cares.servers = servers.compactMap { try? DNSServerAddress(parsing: $0) }
+        }
+        if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }
+        if let value = try await reader.int(Self.timeoutMs) { cares.timeoutMs = value }
+        if let value = try await reader.int(Self.tries) { cares.tries = value }
+        switch try await reader.string(Self.type) {
+        case "A": families = .ipv4
+        case "AAAA": families = .ipv6
+        default: families = .all
+        }
+        json = try await reader.bool(Self.json) ?? false
+        try check(serviceKeysSet: serverName != nil || cacert != nil || !pins.isEmpty || budgetMs != nil)
+        if fallbackList != nil, source != .auto {
+            throw SettingError("--fallback applies to --source auto, not \(source.rawValue)")
+        }
+    }
+
+    /// The keys must fit the source, and the libraries must accept what they make.
+    private func check(serviceKeysSet: Bool) throws(SettingError) {
+        if source.asksService, service == nil {
+            throw SettingError("--source \(source.rawValue) asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS)")
+        }
+        if !source.asksService, service != nil || serviceKeysSet {
+            throw SettingError(
+                "--server, --server-name, --cacert, --pin and --budget-ms apply to --source auto, httpdns or doh, not \(source.rawValue)"
+            )
+        }
+        if source == .system, !cares.servers.isEmpty {
+            throw SettingError("--dns applies to --source cares or auto; the system resolver uses /etc/resolv.conf")
+        }
+        do {
+            try cares.validate()
+        } catch {
+            let flag = ["timeoutMs": Self.timeoutMs, "tries": Self.tries][error.key]?.flag ?? error.key
+            throw SettingError("\(flag) \(error.reason)")
+        }
+    }
+}

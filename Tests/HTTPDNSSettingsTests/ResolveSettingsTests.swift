@@ -1,0 +1,53 @@
+import HTTPDNSCore
+import HTTPDNSSettings
+import Testing
+
+/// `httpdns resolve`'s settings: one table, three places, and the rules on which keys go with which source.
+@Suite struct ResolveSettingsTests {
+    func settings(environment: [String: String] = [:], flags: [String: [String]] = [:]) async throws -> ResolveSettings {
+        try await ResolveSettings(reading: SettingsReader(settings: ResolveSettings.table, file: nil, environment: environment, flags: flags))
+    }
+
+    func error(environment: [String: String] = [:], flags: [String: [String]] = [:]) async -> String {
+        do {
+            _ = try await settings(environment: environment, flags: flags)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func theCommandLineDocumentationListsEveryKeyAndNoOther() throws {
+        try ServeSettingsTests.expectDocumented(ResolveSettings.table, in: "docs/CLI.md")
+    }
+
+    @Test func theDefaultsAreCAresForBothFamilies() async throws {
+        let settings = try await settings()
+        #expect(settings.source == .cares && settings.service == nil && settings.families == .all && !settings.json)
+        #expect(settings.fallbacks == ["cares", "system"])
+    }
+
+    @Test func aServiceIsMadeFromItsKeysAndVariablesListWithCommas() async throws {
+        let settings = try await settings(
+            environment: [
+                "HTTPDNS_SOURCE": "auto", "HTTPDNS_SERVERS": "https://127.0.0.1:8443, https://[::1]:8443/base",
+                "HTTPDNS_PINS": "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "HTTPDNS_FALLBACKS": "cares",
+            ],
+            flags: ["serverName": ["dns.example"], "budgetMs": ["500"], "type": ["AAAA"]]
+        )
+        let service = try #require(settings.service)
+        #expect(service.servers.map(\.description) == ["https://127.0.0.1:8443", "https://[::1]:8443/base"])
+        #expect(service.serverName == "dns.example" && service.pins.count == 1)
+        #expect(service.budgetMs == 500 && service.attemptTimeoutMs == 500, "an attempt never outlasts the budget")
+        #expect(settings.fallbacks == ["cares"] && settings.families == .ipv6)
+    }
+
+    @Test func keysThatDoNotFitTheSourceAreRefused() async {
+        #expect(await error(flags: ["source": ["httpdns"]]).contains("--source httpdns asks an HTTPDNS service"))
+        #expect(await error(flags: ["cacert": ["/tmp/ca.pem"]]).contains("apply to --source auto, httpdns or doh, not cares"))
+        #expect(await error(flags: ["source": ["system"], "dns": ["127.0.0.1"]]).contains("--dns applies to --source cares or auto"))
+        #expect(await error(flags: ["fallbacks": ["system"]]).contains("--fallback applies to --source auto"))
+        #expect(await error(flags: ["tries": ["0"]]).contains("--tries must be"))
+        #expect(await error(environment: ["HTTPDNS_TYPE": "MX"]).contains("HTTPDNS_TYPE must be A, AAAA or ANY, not 'MX'"))
+    }
+}
