@@ -202,7 +202,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSIntegrationTests",
-            dependencies: ["HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting", "HTTPDNSWire"]
+            dependencies: [
+                "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting", "HTTPDNSWire",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

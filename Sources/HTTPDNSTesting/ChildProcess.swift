@@ -81,9 +81,21 @@ public final class ChildProcess: Sendable {
     }
 
     /// Sends `signal` and waits for the process to exit. A process still running `graceMs` later is killed with
-    /// SIGKILL, so a child that hangs in its shutdown fails its test rather than hanging the whole run.
+    /// SIGKILL, so a child that hangs in its shutdown fails its test rather than hanging the whole run. Once: later
+    /// calls return the first result (the pid may belong to another process by then).
     @discardableResult
     public func stop(signal: Int32 = SIGTERM, graceMs: Int = 10_000) -> Termination {
+        stopped.withLock { stopped in
+            if let stopped { return stopped }
+            let termination = terminate(signal: signal, graceMs: graceMs)
+            stopped = termination
+            return termination
+        }
+    }
+
+    private let stopped = Mutex<Termination?>(nil)
+
+    private func terminate(signal: Int32, graceMs: Int) -> Termination {
         kill(pid, signal)
         var status: Int32 = 0
         var waited = 0

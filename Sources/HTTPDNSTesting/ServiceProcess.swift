@@ -11,7 +11,6 @@ public final class ServiceProcess: Sendable {
     public let process: ChildProcess
     /// The port the service listens on, on 127.0.0.1.
     public let port: Int
-    private let termination = Mutex<ChildProcess.Termination?>(nil)
 
     init(process: ChildProcess, port: Int) {
         self.process = process
@@ -47,12 +46,7 @@ public final class ServiceProcess: Sendable {
     /// Stops the service with SIGTERM (a graceful shutdown) and returns how it ended.
     @discardableResult
     public func stop() -> ChildProcess.Termination {
-        termination.withLock { termination in
-            if let termination { return termination }
-            let result = process.stop(signal: SIGTERM)
-            termination = result
-            return result
-        }
+        process.stop(signal: SIGTERM)
     }
 
     /// The `httpdns` executable built next to the running test runner (`.build/<triple>/debug/`).

@@ -4,6 +4,8 @@ import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSTesting
 import HTTPDNSWire
+import Metrics
+import MetricsTestKit
 import Testing
 
 /// The threat model's scenarios built for real on loopback: a dnsmasq that lies plays the local resolver; our own
@@ -17,18 +19,25 @@ struct HijackScenarioTests {
         "local=/invalid/",
     ]
     /// H3: a private address for a public name; H1: an address for a name that does not exist.
+    /// news.test: an answer the guard lets through (192.0.2.0/24 is not among the private ranges).
     static let lies = [
+        "address=/news.test/192.0.2.81",
         "address=/bank.test/10.0.0.66",
         "address=/shop.test/10.0.0.67",
         "address=/missing.test/127.0.0.88",
     ]
 
-    /// The policy over DoH to the service (trusted) and c-ares to the lying dnsmasq (fallback).
-    static func withScenario(
-        strict: [String] = [],
-        clock: ManualMonotonicClock = ManualMonotonicClock(),
-        _ body: (HostResolver, ServiceProcess, DNSMasqServer) async throws -> Void
-    ) async throws {
+    /// The peers of every scenario: an honest dnsmasq behind `httpdns serve` over TLS (the trusted service), a lying
+    /// dnsmasq (the local resolver), and the service's certificate and key, which other TLS peers may present too.
+    struct Peers {
+        let service: ServiceProcess
+        let liar: DNSMasqServer
+        let certificate: String
+        let key: String
+        var serviceURL: String { "https://127.0.0.1:\(service.port)" }
+    }
+
+    static func withPeers(_ body: (Peers) async throws -> Void) async throws {
         try await withDNSMasq(records: honest) { upstream in
             try await withDNSMasq(records: lies) { liar in
                 try await NativeServiceSourceTests.withCertificate("IP:127.0.0.1") { certificate, key in
@@ -37,26 +46,52 @@ struct HijackScenarioTests {
                         environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
                     )
                     defer { service.stop() }
-                    var doh = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://127.0.0.1:\(service.port)")])
-                    doh.connection.extraTrustRootsPEMFile = certificate
-                    doh.connection.budgetMs = 20_000
-                    doh.connection.attemptTimeoutMs = 10_000
-                    let trusted = try DoHSource(configuration: doh)
-                    let local = try CAresSource(configuration: .init(servers: [liar.address]))
-                    var configuration = HostResolver.Configuration()
-                    configuration.guardConfiguration.privateRanges = IPRange.privateAndReserved.filter { $0.description != "127.0.0.0/8" }
-                    configuration.strictHosts = try HostPatterns(strict)
-                    let resolver = try HostResolver(trusted: trusted, fallbacks: [local], configuration: configuration, clock: clock)
-                    do {
-                        try await body(resolver, service, liar)
-                    } catch {
-                        await trusted.shutdown()
-                        await local.shutdown()
-                        throw error
-                    }
-                    await trusted.shutdown()
-                    await local.shutdown()
+                    try await body(Peers(service: service, liar: liar, certificate: certificate, key: key))
                 }
+            }
+        }
+    }
+
+    /// The policy over DoH to `servers` (trusted; the service alone by default) and c-ares to the lying dnsmasq
+    /// (fallback), shut down after `body`.
+    static func withResolver(
+        _ peers: Peers,
+        servers: [String]? = nil,
+        attemptTimeoutMs: Int = 10_000,
+        strict: [String] = [],
+        clock: ManualMonotonicClock = ManualMonotonicClock(),
+        _ body: (HostResolver) async throws -> Void
+    ) async throws {
+        var doh = DoHSource.Configuration(servers: try (servers ?? [peers.serviceURL]).map { try ServiceEndpoint(parsing: $0) })
+        doh.connection.extraTrustRootsPEMFile = peers.certificate
+        // Generous: these tests check which source answers, not how fast, on two shared cores.
+        doh.connection.budgetMs = 20_000
+        doh.connection.attemptTimeoutMs = attemptTimeoutMs
+        let trusted = try DoHSource(configuration: doh)
+        let local = try CAresSource(configuration: .init(servers: [peers.liar.address]))
+        do {
+            var configuration = HostResolver.Configuration()
+            configuration.guardConfiguration.privateRanges = IPRange.privateAndReserved.filter { $0.description != "127.0.0.0/8" }
+            configuration.strictHosts = try HostPatterns(strict)
+            try await body(try HostResolver(trusted: trusted, fallbacks: [local], configuration: configuration, clock: clock))
+        } catch {
+            await trusted.shutdown()
+            await local.shutdown()
+            throw error
+        }
+        await trusted.shutdown()
+        await local.shutdown()
+    }
+
+    /// The policy over DoH to the service (trusted) and c-ares to the lying dnsmasq (fallback).
+    static func withScenario(
+        strict: [String] = [],
+        clock: ManualMonotonicClock = ManualMonotonicClock(),
+        _ body: (HostResolver, ServiceProcess, DNSMasqServer) async throws -> Void
+    ) async throws {
+        try await withPeers { peers in
+            try await withResolver(peers, strict: strict, clock: clock) { resolver in
+                try await body(resolver, peers.service, peers.liar)
             }
         }
     }
@@ -73,15 +108,55 @@ struct HijackScenarioTests {
     }
 
     /// H3 and H5: the trusted service goes down; the local resolver's private answer for a public name is refused
-    /// and not cached.
+    /// and not cached; each fallback and each refusal is counted.
     @Test func withTheServiceDownAPrivateAnswerIsRefused() async throws {
-        try await Self.withScenario { resolver, service, liar in
-            service.stop()
-            let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("shop.test"), families: .ipv4) }
-            #expect(error?.code == .rejectedByGuard, "\(String(describing: error))")
-            _ = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("shop.test"), families: .ipv4) }
-            let asked = try liar.queryCount("shop.test", type: "A")
-            #expect(asked == 2, "refused, so never cached: asked again")
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await Self.withScenario { resolver, service, liar in
+                service.stop()
+                let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("shop.test"), families: .ipv4) }
+                #expect(error?.code == .rejectedByGuard, "\(String(describing: error))")
+                #expect(error?.verdict == HijackVerdict(level: .hijacked, reason: .privateAnswer))
+                _ = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("shop.test"), families: .ipv4) }
+                let asked = try liar.queryCount("shop.test", type: "A")
+                #expect(asked == 2, "refused, so never cached: asked again")
+                #expect(resolver.fallbacks[0].stats.entries == 0)
+                #expect(metrics.counterTotal(label: "httpdns_fallbacks_total", dimensions: [("from", "doh"), ("to", "cares")]) == 2)
+                #expect(metrics.counterTotal(label: "httpdns_hijack_suspected_total", dimensions: [("reason", "private-answer")]) == 2)
+            }
+        }
+    }
+
+    /// H5: the service's first addresses are slow (a listener that never answers) and return garbage (openssl's
+    /// s_server, answering every request with an HTML page): the next address answers within the budget. With
+    /// the service down too, the fallback answers, marked and counted; with the fallback down as well, the error
+    /// gives every source's reason.
+    @Test func failoverThroughSlowAndGarbageAddressesThenTheFallbackThenAClearError() async throws {
+        let metrics = TestMetrics()
+        let slow = try SilentTCPListener()
+        try await withMetricsFactory(metrics) {
+            try await Self.withPeers { peers in
+                let garbage = try await GarbageHTTPSServer.start(certificate: peers.certificate, key: peers.key)
+                defer { garbage.stop() }
+                let servers = ["https://127.0.0.1:\(slow.port)", "https://127.0.0.1:\(garbage.port)", peers.serviceURL]
+                try await Self.withResolver(peers, servers: servers, attemptTimeoutMs: 1000) { resolver in
+                    let bank = try await resolver.resolve(try HostName("bank.test"), families: .ipv4)
+                    #expect(bank.source == "doh" && !bank.fallback && bank.resolution.ipv4 == [IPv4Address("127.0.0.5")!])
+                    #expect(try peers.liar.queryCount("bank.test", type: "A") == 0)
+
+                    peers.service.stop()
+                    let news = try await resolver.resolve(try HostName("news.test"), families: .ipv4)
+                    #expect(news.source == "cares" && news.fallback && news.verdict == .ok)
+                    #expect(news.resolution.ipv4 == [IPv4Address("192.0.2.81")!])
+                    #expect(metrics.counterTotal(label: "httpdns_fallbacks_total", dimensions: [("from", "doh"), ("to", "cares")]) == 1)
+
+                    peers.liar.stop()
+                    let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("gone.test"), families: .ipv4) }
+                    let message = error?.message ?? ""
+                    #expect(message.hasPrefix("no source could resolve gone.test: doh: "), "\(message)")
+                    #expect(message.contains("; cares: "), "\(message)")
+                }
+            }
         }
     }
 
@@ -139,4 +214,32 @@ struct HijackScenarioTests {
             await down.shutdown()
         }
     }
+}
+
+/// openssl's s_server with `-www`: TLS that verifies (the service's own certificate), then a 200 with an HTML page
+/// for every request. An address that answers garbage.
+struct GarbageHTTPSServer {
+    let process: ChildProcess
+    let port: Int
+
+    static func start(certificate: String, key: String) async throws -> GarbageHTTPSServer {
+        let openssl = try #require(ChildProcess.find("openssl"), "openssl is missing: run scripts/install-deps.sh")
+        // Its stdout, where it says where it listens, goes to the stderr the test reads.
+        let process = try ChildProcess(
+            executable: "/bin/sh",
+            arguments: ["-c", "exec '\(openssl)' s_server -cert '\(certificate)' -key '\(key)' -accept 127.0.0.1:0 -www 1>&2"]
+        )
+        let (found, output) = await process.waitForStderr(containing: "ACCEPT", timeoutMs: 10_000)
+        guard found, let range = output.range(of: #"ACCEPT 127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+            let port = Int(output[range].split(separator: ":").last!)
+        else {
+            process.stop(signal: SIGKILL)
+            Issue.record("openssl s_server did not start: \(output)")
+            throw CancellationError()
+        }
+        process.discardStderr()
+        return GarbageHTTPSServer(process: process, port: port)
+    }
+
+    func stop() { process.stop() }
 }

@@ -85,7 +85,8 @@ public final class HostResolver: Sendable {
     /// The addresses of `host`: the trusted source's, or, when it fails and the host is not strict, the first
     /// fallback's that the guard lets through.
     /// - Throws: ``ResolutionError``: a negative answer (from whichever source answered), the trusted source's
-    ///   failure for a strict host, or the last failure when every source failed.
+    ///   failure for a strict host, or, when every source failed, the last failure's code and verdict with every
+    ///   source's reason in the message.
     public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Answer {
         let trustedFailure: ResolutionError
         do {
@@ -102,6 +103,7 @@ public final class HostResolver: Sendable {
             )
         }
         var lastFailure = trustedFailure
+        var failures = ["\(trusted.source.name): \(trustedFailure.message)"]
         for (index, fallback) in fallbacks.enumerated() {
             fallbackCounters[index].increment()
             logger.debug(
@@ -114,9 +116,16 @@ public final class HostResolver: Sendable {
                 return Answer(resolution: resolution, source: fallback.source.name, fallback: true, verdict: verdict)
             } catch let error as ResolutionError where !error.code.isNegativeAnswer {
                 lastFailure = error
+                failures.append("\(fallback.source.name): \(error.message)")
             }
         }
-        throw lastFailure
+        guard !fallbacks.isEmpty else { throw lastFailure }
+        // The last failure's code and verdict, and every source's reason.
+        throw ResolutionError(
+            lastFailure.code,
+            "no source could resolve \(host): \(failures.joined(separator: "; "))",
+            verdict: lastFailure.verdict
+        )
     }
 
     /// Resolves every host in `hosts` through the policy (for example at start-up, so the first requests hit the
