@@ -194,6 +194,7 @@ public final class DoHSource: ResolutionSource {
         await client.networkChanged()
     }
 
+    /// Closes the kept-alive connections. Lookups after it fail.
     public func shutdown() async {
         await client.shutdown()
     }

@@ -135,6 +135,7 @@ public final class JSONDNSSource: ResolutionSource {
         await client.networkChanged()
     }
 
+    /// Closes the kept-alive connections. Lookups after it fail.
     public func shutdown() async {
         await client.shutdown()
     }

@@ -113,12 +113,12 @@ public final class NativeServiceSource: ResolutionSource {
         )
     }
 
-    /// Closes the kept-alive connections. Lookups after it fail.
     /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
     public func networkChanged() async {
         await client.networkChanged()
     }
 
+    /// Closes the kept-alive connections. Lookups after it fail.
     public func shutdown() async {
         await client.shutdown()
     }

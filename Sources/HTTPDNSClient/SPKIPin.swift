@@ -51,7 +51,12 @@ struct SPKIPinMismatch: Error, CustomStringConvertible {
     static func check(_ channel: any Channel, against pins: Set<SPKIPin>) -> EventLoopFuture<Void> {
         channel.nioSSL_peerCertificate().flatMapThrowing { certificate in
             guard let certificate else { throw SPKIPinMismatch(presented: "no certificate") }
-            let presented = try SPKIPin(of: certificate)
+            let presented: SPKIPin
+            do {
+                presented = try SPKIPin(of: certificate)
+            } catch {
+                throw SPKIPinMismatch(presented: "a key that could not be read: \(error)")
+            }
             guard pins.contains(presented) else { throw SPKIPinMismatch(presented: presented.description) }
         }.flatMapError { error in
             channel.close(promise: nil)

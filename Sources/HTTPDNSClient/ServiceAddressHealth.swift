@@ -15,6 +15,8 @@ struct ServiceAddressHealth: Sendable {
     }
 
     private(set) var entries: [Entry]
+    /// Raised by ``reset()``: the outcome of an attempt started before it says nothing of the new network.
+    private(set) var generation: UInt64 = 0
     let coolDownSeconds: Double
     let maxCoolDownSeconds: Double
 
@@ -58,6 +60,7 @@ struct ServiceAddressHealth: Sendable {
     /// Forgets every failure and latency: after a network change, what held on the old network may not.
     mutating func reset() {
         entries = Array(repeating: Entry(), count: entries.count)
+        generation += 1
     }
 
     private func pow2(_ exponent: Double) -> Double {

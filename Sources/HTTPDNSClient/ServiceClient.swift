@@ -45,8 +45,10 @@ final class ServiceClient: Sendable {
     /// One AsyncHTTPClient per address (each with its own `dnsOverride`), and those a network change replaced.
     private struct Clients {
         var current: [HTTPClient]
-        /// Replaced by a network change, and shut down once every request that may still run on them has ended.
-        var retired: [ObjectIdentifier: HTTPClient] = [:]
+        /// Clients a network change replaced, each shut down by its task once every request that may still run on
+        /// it has ended; ``shutdown()`` hurries and awaits them.
+        var retirements: [UInt64: Task<Void, Never>] = [:]
+        var nextRetirement: UInt64 = 0
         var shutDown = false
     }
 
@@ -123,7 +125,10 @@ final class ServiceClient: Sendable {
                 configuration.dnsOverride = [name: endpoint.address.description]
             }
             if !settings.connection.pins.isEmpty {
-                // Called on each new connection once TLS is up, before the pool takes it.
+                // Called on each new connection once TLS is up, before the pool takes it. HTTP/1.1 only: when an
+                // HTTP/2 connection fails this check, AsyncHTTPClient hears of its close after it has dropped it,
+                // and a pool already shut down by then stops the process (a precondition).
+                configuration.httpVersion = .http1Only
                 let pins = Set(settings.connection.pins)
                 configuration.http1_1ConnectionDebugInitializer = { SPKIPinMismatch.check($0, against: pins) }
                 configuration.http2ConnectionDebugInitializer = { SPKIPinMismatch.check($0, against: pins) }
@@ -155,7 +160,8 @@ final class ServiceClient: Sendable {
         let started = clock.now()
         let budgetEnds = NIODeadline.now() + .milliseconds(Int64(settings.budgetMs))
         var failures: [ResolutionError] = []
-        for index in health.withLock({ $0.order(now: started) }) {
+        let (order, generation) = health.withLock { ($0.order(now: started), $0.generation) }
+        for index in order {
             let now = NIODeadline.now()
             guard now < budgetEnds else { break }
             let endpoint = settings.endpoints[index]
@@ -172,7 +178,10 @@ final class ServiceClient: Sendable {
             let outcome = await attempt(request, on: index, until: attemptEnds, host: host, accept)
             switch outcome {
             case .success(let result):
-                health.withLock { $0.succeeded(index, latencyNanoseconds: Self.nanoseconds(since: attemptStarted)) }
+                health.withLock { health in
+                    guard health.generation == generation else { return }
+                    health.succeeded(index, latencyNanoseconds: Self.nanoseconds(since: attemptStarted))
+                }
                 return result
             case .failure(.final(let error)):
                 // The request itself is wrong: no address would answer it otherwise. Says nothing of this address.
@@ -181,8 +190,12 @@ final class ServiceClient: Sendable {
                 if error.code == .shutdown { throw error }
                 failures.append(error)
                 // An address cut short by the end of the budget, not by its own timeout, is not held to blame.
+                // Nor is one whose attempt began on the network before a change.
                 if !(error.code == .timeout && attemptEnds < ownTimeout) {
-                    health.withLock { $0.failed(index, now: clock.now()) }
+                    health.withLock { health in
+                        guard health.generation == generation else { return }
+                        health.failed(index, now: clock.now())
+                    }
                 }
                 logger.debug("service address failed", metadata: ["httpdns.service": "\(endpoint)", "error": "\(error)"])
             }
@@ -290,30 +303,35 @@ final class ServiceClient: Sendable {
     /// that may still run on them has passed.
     func networkChanged() async {
         health.withLock { $0.reset() }
-        let replaced = clients.withLock { clients -> [HTTPClient] in
-            guard !clients.shutDown else { return [] }
+        // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
+        let grace = Duration.milliseconds(settings.budgetMs) + .seconds(1)
+        clients.withLock { clients in
+            guard !clients.shutDown else { return }
             let old = clients.current
             clients.current = settings.endpoints.map(makeClient)
-            for client in old { clients.retired[ObjectIdentifier(client)] = client }
-            return old
-        }
-        guard !replaced.isEmpty else { return }
-        // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
-        let budget = Duration.milliseconds(settings.budgetMs) + .seconds(1)
-        Task { [self] in
-            try? await Task.sleep(for: budget)
-            let due = self.clients.withLock { clients in replaced.compactMap { clients.retired.removeValue(forKey: ObjectIdentifier($0)) } }
-            for client in due { try? await client.shutdown() }
+            let id = clients.nextRetirement
+            clients.nextRetirement += 1
+            clients.retirements[id] = Task { [self] in
+                // Cancelled by shutdown(): then at once.
+                try? await Task.sleep(for: grace)
+                for client in old { try? await client.shutdown() }
+                self.clients.withLock { _ = $0.retirements.removeValue(forKey: id) }
+            }
         }
     }
 
+    /// Shuts every client down, those a network change retired included, and returns once all are.
     func shutdown() async {
-        let all = clients.withLock { clients -> [HTTPClient] in
-            guard !clients.shutDown else { return [] }
+        let (current, retirements) = clients.withLock { clients -> ([HTTPClient], [Task<Void, Never>]) in
+            guard !clients.shutDown else { return ([], []) }
             clients.shutDown = true
-            defer { clients.retired = [:] }
-            return clients.current + clients.retired.values
+            defer { clients.retirements = [:] }
+            return (clients.current, Array(clients.retirements.values))
         }
-        for client in all { try? await client.shutdown() }
+        for retirement in retirements {
+            retirement.cancel()
+            await retirement.value
+        }
+        for client in current { try? await client.shutdown() }
     }
 }

@@ -7,6 +7,8 @@ extension ResolverCache {
 
     struct Flight {
         var waiters: [UInt64: CheckedContinuation<Result<Resolution, ResolutionError>, any Error>]
+        /// The cache's ``State/generation`` when the flight started: an answer from an older one is not stored.
+        let generation: UInt64
     }
 
     /// What the cache knows of one family of one name.
@@ -99,8 +101,8 @@ extension ResolverCache {
     }
 
     enum CacheOutcome {
-        /// Fresh records answer the lookup; `startedRefresh` says a refresh-ahead flight was registered.
-        case hit(Resolution, startedRefresh: Bool)
+        /// Fresh records answer the lookup; `refresh` is the generation of a refresh-ahead flight just registered.
+        case hit(Resolution, refresh: UInt64?)
         /// A fresh negative answer.
         case negative(ResolutionError)
         /// Expired records answer the lookup because a refresh failed recently.
@@ -124,6 +126,10 @@ extension ResolverCache {
         let upstreamDescription: String
         var storage = LRUStorage<HostName, HostEntry>()
         var flights: [FlightKey: Flight] = [:]
+        /// Raised by ``ResolverCache/flushAll(abandoningQueriesInFlight:)``: the flights of older generations are
+        /// in ``abandoned``, where no new caller joins them and whence no answer is stored.
+        var generation: UInt64 = 0
+        var abandoned: [FlightKey: [Flight]] = [:]
         var stats = ResolverStats()
         var nextWaiterID: UInt64 = 0
 
@@ -167,7 +173,7 @@ extension ResolverCache {
                 }
                 refreshDue = ipv4 == .refreshDue || ipv6 == .refreshDue
                 switch Self.assemble(host, families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
-                case .success(let resolution): outcome = .hit(resolution, startedRefresh: false)
+                case .success(let resolution): outcome = .hit(resolution, refresh: nil)
                 case .failure(let error): outcome = .negative(error)
                 }
                 return true
@@ -188,8 +194,8 @@ extension ResolverCache {
                 if refreshDue, flights.count < configuration.maxPendingQueries {
                     let key = FlightKey(host: host, families: families)
                     if flights[key] == nil {
-                        flights[key] = Flight(waiters: [:])
-                        outcome = .hit(resolution, startedRefresh: true)
+                        flights[key] = Flight(waiters: [:], generation: generation)
+                        outcome = .hit(resolution, refresh: generation)
                     }
                 }
             }
@@ -214,6 +220,20 @@ extension ResolverCache {
                 update(&entry)
                 storage.set(entry, for: host)
             }
+        }
+
+        /// What `answer` says for `key`, as a stored answer would say it, without storing it: for the callers of a
+        /// flight a flush abandoned.
+        func resolution(of answer: SourceAnswer, for key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<
+            Resolution, ResolutionError
+        > {
+            var entry = HostEntry()
+            entry.ipv4 = answer.ipv4.map { FamilyRecord($0, now: now, configuration: configuration) }
+            entry.ipv6 = answer.ipv6.map { FamilyRecord($0, now: now, configuration: configuration) }
+            guard entry.conditions(key.families, at: now, configuration).complete else {
+                return .failure(ResolutionError(.malformedAnswer, "\(sourceName) did not answer every family asked for \(key.host)"))
+            }
+            return Self.assemble(key.host, key.families, &entry, now: now, cached: false, sourceName: sourceName, upstream: upstreamDescription)
         }
 
         /// Evicts the least recently used names past ``Configuration/maxEntries``. Returns how many went.

@@ -75,9 +75,9 @@ public final class ResolverCache: Sendable {
     /// Hands out what the cache answered (counting it), or nil when upstream must be asked.
     private func deliver(_ outcome: consuming CacheOutcome, host: HostName, families: AddressFamilies) throws -> Resolution? {
         switch consume outcome {
-        case .hit(let resolution, let startedRefresh):
+        case .hit(let resolution, let refresh):
             metrics.hits.increment()
-            if startedRefresh { launch(FlightKey(host: host, families: families)) }
+            if let refresh { launch(FlightKey(host: host, families: families), generation: refresh) }
             return resolution
         case .negative(let error):
             metrics.negativeHits.increment()
@@ -114,9 +114,19 @@ public final class ResolverCache: Sendable {
         metrics.entries.record(entries)
     }
 
-    /// Forgets every entry, for example after a network change. Queries in flight still complete and are stored.
-    public func flushAll() {
-        state.withLock { $0.storage.removeAll() }
+    /// Forgets every entry.
+    /// - Parameter abandoningQueriesInFlight: false (the default): queries in flight still complete and their answers
+    ///   are stored. True, for a network change: queries in flight are left to finish for the callers waiting on
+    ///   them, but later lookups do not join them and their answers are not stored, so what the cache learns from
+    ///   now on comes from queries made from now on.
+    public func flushAll(abandoningQueriesInFlight: Bool = false) {
+        state.withLock { state in
+            state.storage.removeAll()
+            guard abandoningQueriesInFlight else { return }
+            state.generation += 1
+            for (key, flight) in state.flights { state.abandoned[key, default: []].append(flight) }
+            state.flights.removeAll()
+        }
         metrics.entries.record(0)
     }
 
@@ -125,7 +135,7 @@ public final class ResolverCache: Sendable {
         state.withLock { state in
             var stats = state.stats
             stats.entries = state.storage.count
-            stats.pendingQueries = state.flights.count
+            stats.pendingQueries = state.flights.count + state.abandoned.values.reduce(0) { $0 + $1.count }
             return stats
         }
     }
@@ -138,6 +148,7 @@ public final class ResolverCache: Sendable {
             return state.nextWaiterID
         }
         var launchFlight = false
+        var flightGeneration: UInt64 = 0
         var armStaleTimer = false
         var staleTimer: Task<Void, Never>?
         defer { staleTimer?.cancel() }
@@ -159,7 +170,8 @@ public final class ResolverCache: Sendable {
                         state.stats.coalescedLookups += 1
                         join = .joined
                     } else if state.flights.count < configuration.maxPendingQueries {
-                        state.flights[key] = Flight(waiters: [waiterID: continuation])
+                        state.flights[key] = Flight(waiters: [waiterID: continuation], generation: state.generation)
+                        flightGeneration = state.generation
                         join = .started
                     } else if let stale = state.staleAnswer(key, now: now, configuration: configuration) {
                         // Overloaded upstream is what serve-stale is for: answer from the expired entry.
@@ -196,12 +208,14 @@ public final class ResolverCache: Sendable {
                         )
                     )
                 }
-                if launchFlight { launch(key) }
+                if launchFlight { launch(key, generation: flightGeneration) }
                 if armStaleTimer { staleTimer = startStaleTimer(key, waiterID: waiterID) }
             }
         } onCancel: {
-            let continuation = state.withLock { state in
-                state.flights[key]?.waiters.removeValue(forKey: waiterID)
+            let continuation = state.withLock { state -> CheckedContinuation<Result<Resolution, ResolutionError>, any Error>? in
+                if let waiter = state.flights[key]?.waiters.removeValue(forKey: waiterID) { return waiter }
+                guard let index = state.abandoned[key]?.firstIndex(where: { $0.waiters[waiterID] != nil }) else { return nil }
+                return state.abandoned[key]![index].waiters.removeValue(forKey: waiterID)
             }
             continuation?.resume(throwing: CancellationError())
         }
@@ -237,15 +251,16 @@ public final class ResolverCache: Sendable {
 
     /// Starts the upstream query for `key`, whose flight is already registered. The query is not tied to any
     /// caller's task: one caller's cancellation must not fail the others.
-    private func launch(_ key: FlightKey) {
+    private func launch(_ key: FlightKey, generation: UInt64) {
         let started = ContinuousClock.now
         source.startQuery(key.host, families: key.families) { [self] result in
-            complete(key, with: result, now: clock.now(), duration: started.duration(to: .now))
+            complete(key, generation: generation, with: result, now: clock.now(), duration: started.duration(to: .now))
         }
     }
 
     private func complete(
         _ key: FlightKey,
+        generation: UInt64,
         with result: Result<SourceAnswer, ResolutionError>,
         now: MonotonicInstant,
         duration: Duration
@@ -256,8 +271,19 @@ public final class ResolverCache: Sendable {
         case .failure(let error): outcomeName = error.code.description
         }
         let (waiters, delivered, evicted, entries) = state.withLock { state in
-            let flight = state.flights.removeValue(forKey: key)
             state.stats.upstreamQueries[ResolverStats.UpstreamOutcome(source: source.name, outcome: outcomeName), default: 0] += 1
+            guard state.flights[key]?.generation == generation else {
+                // Abandoned by a flush: its waiters get what it found, and the cache keeps none of it.
+                let flight = state.abandoned[key].flatMap { flights in
+                    flights.firstIndex { $0.generation == generation }.map { state.abandoned[key]!.remove(at: $0) }
+                }
+                if state.abandoned[key]?.isEmpty == true { state.abandoned[key] = nil }
+                let waiters = flight?.waiters ?? [:]
+                state.stats.misses += waiters.count
+                let delivered = result.flatMap { state.resolution(of: $0, for: key, now: now, configuration: configuration) }
+                return (waiters, delivered, 0, state.storage.count)
+            }
+            let flight = state.flights.removeValue(forKey: key)
             var evicted = 0
             let delivered: Result<Resolution, ResolutionError>
             switch result {

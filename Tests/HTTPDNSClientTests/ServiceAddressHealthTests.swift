@@ -44,7 +44,9 @@ import Testing
         health.failed(0, now: start)
         health.succeeded(1, latencyNanoseconds: 9_000_000)
         #expect(health.order(now: start) == [1, 0])
+        let generation = health.generation
         health.reset()
+        #expect(health.generation == generation + 1, "attempts begun before the change are not counted after it")
         #expect(health.order(now: start) == [0, 1], "as configured again")
         #expect(health.entries.allSatisfy { $0.failuresInARow == 0 && $0.coolingUntil == nil && $0.latencyNanoseconds == nil })
     }

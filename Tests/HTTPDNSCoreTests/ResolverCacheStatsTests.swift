@@ -61,6 +61,47 @@ import Testing
         #expect(f.source.queryCount("a.example") == 1)
     }
 
+    /// After a network change: a query in flight at the flush still answers its callers, but nobody joins it and its
+    /// answer is not stored; a lookup after the flush asks again.
+    @Test func aFlushThatAbandonsQueriesInFlightStoresNoneOfTheirAnswers() async throws {
+        let f = try CacheFixture()
+        f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 600)
+        f.source.hold("a.example")
+        let before = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
+        try await f.source.waitForQueries("a.example")
+        f.cache.flushAll(abandoningQueriesInFlight: true)
+        #expect(f.cache.stats.pendingQueries == 1)
+        let after = Task { try await f.cache.resolve(host("a.example"), families: .ipv4) }
+        try await f.source.waitForQueries("a.example", count: 2)
+        #expect(f.cache.stats.coalescedLookups == 0, "the lookup after the flush did not join the abandoned query")
+        #expect(f.cache.stats.pendingQueries == 2)
+        f.source.release("a.example")
+        #expect(try await before.value.ipv4 == [v4("192.0.2.1")])
+        #expect(try await after.value.ipv4 == [v4("192.0.2.1")])
+        #expect(f.cache.stats.entries == 1 && f.cache.stats.pendingQueries == 0)
+
+        // Only the abandoned query in flight: its caller is answered, the cache stays empty.
+        f.source.hold("b.example")
+        f.source.script("b.example", ipv4: ["192.0.2.2"], ttl: 600)
+        let abandoned = Task { try await f.cache.resolve(host("b.example"), families: .ipv4) }
+        try await f.source.waitForQueries("b.example")
+        f.cache.flushAll(abandoningQueriesInFlight: true)
+        f.source.release("b.example")
+        #expect(try await abandoned.value.ipv4 == [v4("192.0.2.2")])
+        #expect(f.cache.stats.entries == 0)
+        #expect(try f.cache.cachedResolution(host("b.example"), families: .ipv4) == nil)
+
+        // A caller of an abandoned query can still be cancelled.
+        f.source.hold("c.example")
+        f.source.script("c.example", ipv4: ["192.0.2.3"], ttl: 600)
+        let cancelled = Task { try await f.cache.resolve(host("c.example"), families: .ipv4) }
+        try await f.source.waitForQueries("c.example")
+        f.cache.flushAll(abandoningQueriesInFlight: true)
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        f.source.release("c.example")
+    }
+
     @Test func preResolveFillsTheCacheAndReturnsTheFailures() async throws {
         let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ipv6: ["2001:db8::1"], ttl: 600)

@@ -146,11 +146,12 @@ public final class HostResolver: Sendable {
     /// Call when the network the process is on has changed (an interface or a VPN came or went, the machine moved):
     /// answers learnt there may not hold here, and neither may which service addresses failed.
     ///
-    /// Every cache is emptied, every source is told (``ResolutionSource/networkChanged()``: the service sources
-    /// count every address healthy again and open new connections), and the names the caches held are resolved
-    /// again through the policy, each for the families it was held for, most recently used first, so the requests
-    /// that follow find them cached. Lookups already in flight finish as they would have; their answers are
-    /// stored.
+    /// Every source is told (``ResolutionSource/networkChanged()``: the service sources count every address healthy
+    /// again and open new connections), every cache is emptied, and the names the caches held are resolved again
+    /// through the policy, each for the families it was held for (the trusted cache's names first, each cache's
+    /// most recently used first), so the requests that follow find them cached. Lookups already in flight still
+    /// answer their callers, but nothing joins them and their answers are not stored
+    /// (``ResolverCache/flushAll(abandoningQueriesInFlight:)``).
     /// - Returns: the names that could not be resolved again, with their errors.
     /// - Throws: ``ConfigurationError`` when `concurrency` is not positive.
     @discardableResult
@@ -158,6 +159,8 @@ public final class HostResolver: Sendable {
         guard concurrency > 0 else {
             throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
         }
+        // The sources first, so that no lookup from now on uses the old network's connections or health.
+        for cache in [trusted] + fallbacks { await cache.source.networkChanged() }
         var inUse: [(host: HostName, families: AddressFamilies)] = []
         var position: [HostName: Int] = [:]
         for cache in [trusted] + fallbacks {
@@ -170,9 +173,8 @@ public final class HostResolver: Sendable {
                     inUse.append((entry.host, families))
                 }
             }
-            cache.flushAll()
+            cache.flushAll(abandoningQueriesInFlight: true)
         }
-        for cache in [trusted] + fallbacks { await cache.source.networkChanged() }
         networkChanges.increment()
         logger.info("network changed: caches emptied, resolving the names in use again", metadata: ["httpdns.names": "\(inUse.count)"])
         return try await BoundedLookups.run(inUse, concurrency: concurrency) { host, families in
