@@ -9,20 +9,32 @@ swift build --build-tests
 # full run takes about 5). A run that outlives it is stopped, with every process it started, and the tests that
 # started and never ended are named, so a hang fails with its culprit instead of running out CI's clock.
 run_tests() {
-    local log status
+    local limit=${HTTPDNS_TEST_TIMEOUT:-1500} log status run tail_pid runner
     log=$(mktemp)
     set +e
-    timeout --kill-after=30 "${HTTPDNS_TEST_TIMEOUT:-1500}" swift test --skip-build "$@" 2>&1 | tee "$log"
-    status=${PIPESTATUS[0]}
+    # To a file, not a pipe: a test process left behind would hold a pipe open, and the script with it. Line by
+    # line (stdbuf): the lines a hang leaves unflushed are the ones that name it.
+    timeout --kill-after=30 "$limit" stdbuf -oL -eL swift test --skip-build "$@" >"$log" 2>&1 &
+    run=$!
+    tail -n +1 -f --pid="$run" "$log" &
+    tail_pid=$!
+    wait "$run"
+    status=$?
+    wait "$tail_pid"
     set -e
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-        echo "error: the test run did not finish within ${HTTPDNS_TEST_TIMEOUT:-1500} s; tests that started and never ended:"
+        echo "error: the test run did not finish within $limit s; tests that started and never ended:"
         awk '
-            /^◇ Test case passing/ { next }
+            /^◇ Test case passing/ || /^◇ Test run started/ { next }
             /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1; next }
             /^(✔|✘) Test / { name = $0; sub(/^(✔|✘) Test /, "", name); sub(/ (passed|failed) .*$/, "", name); delete open[name] }
             END { for (name in open) print "  " name }
         ' "$log"
+        # swift test runs the test binary in a process group of its own, with every server the tests started, and
+        # does not stop it when it is stopped itself: stop the whole group.
+        for runner in $(pgrep -f "$PWD/.build/.*PackageTests.xctest"); do
+            kill -KILL -- "-$runner" 2>/dev/null || kill -KILL "$runner" 2>/dev/null || true
+        done
     fi
     rm -f "$log"
     return "$status"
