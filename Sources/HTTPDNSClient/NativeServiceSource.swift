@@ -21,7 +21,7 @@ import NIOCore
 /// this source reports them as no data.
 ///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
-public final class NativeServiceSource: ResolutionSource {
+public final class NativeServiceSource: BatchResolutionSource {
     public struct Configuration: Sendable {
         /// The service's addresses, TLS and failover timing.
         public var connection: ServiceConnection
@@ -29,6 +29,9 @@ public final class NativeServiceSource: ResolutionSource {
         public var account: NativeRequest.Account?
         /// The name in stats, logs and metric dimensions. Default `httpdns`.
         public var name: String = "httpdns"
+        /// The most names one `/resolve` request carries, for pre-resolution in batches: the service's
+        /// `maxHostsPerBatch` (5 by default). 1 turns batches off.
+        public var maxHostsPerBatch: Int = 5
 
         public init(servers: [ServiceEndpoint]) {
             connection = ServiceConnection(servers: servers)
@@ -72,14 +75,72 @@ public final class NativeServiceSource: ResolutionSource {
         }
     }
 
-    /// Reads one address's answer to `/d`.
-    static func sourceAnswer(_ answer: ServiceClient.Answer, host: HostName, families: AddressFamilies) throws(ServiceClient.AttemptFailure)
-        -> SourceAnswer
+    public var maxBatchSize: Int { max(1, configuration.maxHostsPerBatch) }
+
+    /// Asks `/resolve` for every host at once (`/d` for one).
+    public func queryBatch(_ hosts: [HostName], families: AddressFamilies) async throws(ResolutionError) -> [HostName: SourceAnswer] {
+        guard let first = hosts.first, !families.isEmpty else {
+            if let first = hosts.first { throw ResolutionError.noFamilies(first) }
+            return [:]
+        }
+        if hosts.count == 1 {
+            do {
+                return [first: try await query(first, families: families)]
+            } catch let error as ResolutionError {
+                throw error
+            } catch {
+                throw ResolutionError(.internalError, "\(name) failed: \(error)")
+            }
+        }
+        let request = NativeRequest(hosts: hosts, families: families, account: configuration.account)
+        let what = "\(first) and \(hosts.count - 1) more"
+        return try await client.send(request.target(unixSeconds: unixTime()), accept: "application/json", host: first) {
+            answer throws(ServiceClient.AttemptFailure) in
+            try Self.batchAnswers(answer, hosts: hosts, families: families, what: what)
+        }
+    }
+
+    /// Reads one address's answer to `/resolve`: every host asked, every family asked, nothing else.
+    static func batchAnswers(_ answer: ServiceClient.Answer, hosts: [HostName], families: AddressFamilies, what: String)
+        throws(ServiceClient.AttemptFailure) -> [HostName: SourceAnswer]
     {
+        let bytes = try checkedBody(answer, what: what)
+        let batch: NativeBatchAnswer
+        do {
+            batch = try NativeBatchAnswer(parsingJSON: bytes)
+        } catch {
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(what): \(error.reason)"))
+        }
+        var answers = Dictionary(uniqueKeysWithValues: hosts.map { ($0.value, SourceAnswer()) })
+        for record in batch.records {
+            guard answers[record.host] != nil, families.contains(record.family == .ipv4 ? .ipv4 : .ipv6) else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) answered \(record.host) \(record.family), which was not asked, for \(what)"))
+            }
+            let v4 = record.addresses.compactMap { if case .v4(let address) = $0 { address } else { nil } }
+            let v6 = record.addresses.compactMap { if case .v6(let address) = $0 { address } else { nil } }
+            switch record.family {
+            case .ipv4: answers[record.host]!.ipv4 = v4.isEmpty ? .negative(.noData, ttlSeconds: record.ttlSeconds) : .addresses(v4, ttlSeconds: record.ttlSeconds)
+            case .ipv6: answers[record.host]!.ipv6 = v6.isEmpty ? .negative(.noData, ttlSeconds: record.ttlSeconds) : .addresses(v6, ttlSeconds: record.ttlSeconds)
+            }
+        }
+        var result: [HostName: SourceAnswer] = [:]
+        for host in hosts {
+            let found = answers[host.value]!
+            guard (!families.contains(.ipv4) || found.ipv4 != nil), (!families.contains(.ipv6) || found.ipv6 != nil) else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) left \(host) out of its answer for \(what)"))
+            }
+            result[host] = found
+        }
+        return result
+    }
+
+    /// The body of a 200, or the failure the status means: a 400 `InvalidHost` ends the lookup (no address would
+    /// answer otherwise); anything else is this address's failure.
+    static func checkedBody(_ answer: ServiceClient.Answer, what: String) throws(ServiceClient.AttemptFailure) -> [UInt8] {
         let bytes = Array(buffer: answer.body)
         guard answer.status == .ok else {
             let error = (try? NativeErrorBody(parsingJSON: bytes)).map { "\($0.code): \($0.message)" } ?? "no error body"
-            let message = "\(answer.endpoint) answered \(answer.status.code) for \(host) (\(error))"
+            let message = "\(answer.endpoint) answered \(answer.status.code) for \(what) (\(error))"
             switch answer.status.code {
             case 400 where (try? NativeErrorBody(parsingJSON: bytes))?.code == .invalidHost:
                 throw .final(ResolutionError(.badName, message))
@@ -91,6 +152,14 @@ public final class NativeServiceSource: ResolutionSource {
                 throw .tryNext(ResolutionError(.malformedAnswer, message))
             }
         }
+        return bytes
+    }
+
+    /// Reads one address's answer to `/d`.
+    static func sourceAnswer(_ answer: ServiceClient.Answer, host: HostName, families: AddressFamilies) throws(ServiceClient.AttemptFailure)
+        -> SourceAnswer
+    {
+        let bytes = try checkedBody(answer, what: host.value)
         let native: NativeAnswer
         do {
             native = try NativeAnswer(parsingJSON: bytes)

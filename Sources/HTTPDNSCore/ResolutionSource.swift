@@ -87,3 +87,15 @@ public enum FamilyAnswer<Address: Sendable & Hashable>: Sendable, Hashable {
     /// A negative answer; `ttlSeconds` is the negative TTL when the source knows it (RFC 2308), else nil.
     case negative(NegativeAnswer, ttlSeconds: UInt32?)
 }
+
+/// A source that answers many names in one request, as the native HTTPDNS API's `/resolve` does.
+/// ``ResolverCache/preResolve(_:families:concurrency:)`` asks it in batches.
+public protocol BatchResolutionSource: ResolutionSource {
+    /// The most names one request carries.
+    var maxBatchSize: Int { get }
+
+    /// Asks for every host of `hosts` (at most ``maxBatchSize``) in one request.
+    /// - Returns: an answer for each host, every family asked answered.
+    /// - Throws: ``ResolutionError`` when the request as a whole failed; the cache then asks name by name.
+    func queryBatch(_ hosts: [HostName], families: AddressFamilies) async throws(ResolutionError) -> [HostName: SourceAnswer]
+}

@@ -222,6 +222,15 @@ extension ResolverCache {
             }
         }
 
+        /// Whether every family of `families` has a record for `host` that is still fresh (a batch need not ask).
+        func holdsFresh(_ host: HostName, _ families: AddressFamilies, now: MonotonicInstant, configuration: Configuration) -> Bool {
+            guard let slot = storage.slot(of: host) else { return false }
+            let entry = storage.value(at: slot)
+            if families.contains(.ipv4), !(entry.ipv4.map { now < $0.expiresAt } ?? false) { return false }
+            if families.contains(.ipv6), !(entry.ipv6.map { now < $0.expiresAt } ?? false) { return false }
+            return true
+        }
+
         /// What `answer` says for `key`, as a stored answer would say it, without storing it: for the callers of a
         /// flight a flush abandoned.
         func resolution(of answer: SourceAnswer, for key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<

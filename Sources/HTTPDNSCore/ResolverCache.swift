@@ -91,7 +91,11 @@ public final class ResolverCache: Sendable {
     }
 
     /// Resolves every host in `hosts` (for example at start-up, so the first requests hit the cache), at most
-    /// `concurrency` at a time so a long list stays within ``Configuration/maxPendingQueries``.
+    /// `concurrency` requests at a time so a long list stays within ``Configuration/maxPendingQueries``.
+    ///
+    /// A ``BatchResolutionSource`` is asked for the names it does not hold fresh in batches of its
+    /// ``BatchResolutionSource/maxBatchSize`` (the native API's `/resolve`), so 1,000 names take 200 requests of 5
+    /// rather than 1,000; the names of a batch that fails are then asked one by one.
     /// - Returns: the hosts that failed, with their errors. Negative answers are answers, not failures.
     /// - Throws: ``ConfigurationError`` when `concurrency` is not positive.
     @discardableResult
@@ -100,9 +104,60 @@ public final class ResolverCache: Sendable {
         families: AddressFamilies = .all,
         concurrency: Int = 64
     ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
-        try await BoundedLookups.run(hosts.map { ($0, families) }, concurrency: concurrency) { host, families in
+        guard let batchSource = source as? any BatchResolutionSource, batchSource.maxBatchSize > 1, !families.isEmpty else {
+            return try await BoundedLookups.run(hosts.map { ($0, families) }, concurrency: concurrency) { host, families in
+                _ = try await self.resolve(host, families: families)
+            }
+        }
+        guard concurrency > 0 else {
+            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
+        }
+        let now = clock.now()
+        var seen = Set<HostName>()
+        let missing = hosts.filter { host in
+            seen.insert(host).inserted && state.withLock { !$0.holdsFresh(host, families, now: now, configuration: configuration) }
+        }
+        let batches = stride(from: 0, to: missing.count, by: batchSource.maxBatchSize).map {
+            Array(missing[$0..<min($0 + batchSource.maxBatchSize, missing.count)])
+        }
+        // Each batch as one lookup of BoundedLookups, named by its first host; a batch that fails is asked name by name.
+        var unanswered: [HostName] = []
+        let firsts = Dictionary(uniqueKeysWithValues: batches.map { ($0[0], $0) })
+        let failedBatches = try await BoundedLookups.run(batches.map { ($0[0], families) }, concurrency: concurrency) { first, families in
+            try await self.storeBatch(firsts[first]!, families: families, from: batchSource)
+        }
+        for first in failedBatches.keys { unanswered += firsts[first]! }
+        guard !unanswered.isEmpty else { return [:] }
+        return try await BoundedLookups.run(unanswered.map { ($0, families) }, concurrency: concurrency) { host, families in
             _ = try await self.resolve(host, families: families)
         }
+    }
+
+    /// Asks `source` for `hosts` in one request and stores every answer, counting the request as one upstream query.
+    private func storeBatch(_ hosts: [HostName], families: AddressFamilies, from source: any BatchResolutionSource) async throws(ResolutionError) {
+        let started = ContinuousClock.now
+        let result: Result<[HostName: SourceAnswer], ResolutionError>
+        do {
+            result = .success(try await source.queryBatch(hosts, families: families))
+        } catch {
+            result = .failure(error)
+        }
+        let outcomeName: String
+        switch result {
+        case .success: outcomeName = "batch"
+        case .failure(let error): outcomeName = error.code.description
+        }
+        let (evicted, entries) = state.withLock { state in
+            state.stats.upstreamQueries[ResolverStats.UpstreamOutcome(source: source.name, outcome: outcomeName), default: 0] += 1
+            guard case .success(let answers) = result else { return (0, state.storage.count) }
+            let now = clock.now()
+            for (host, answer) in answers { state.store(answer, for: host, now: now, configuration: configuration) }
+            return (state.evictOverflow(configuration: configuration), state.storage.count)
+        }
+        metrics.recordUpstream(outcome: outcomeName, duration: started.duration(to: .now))
+        if evicted > 0 { metrics.evictions.increment(by: evicted) }
+        metrics.entries.record(entries)
+        if case .failure(let error) = result { throw error }
     }
 
     /// Forgets everything known about `host`; the next lookup asks upstream.

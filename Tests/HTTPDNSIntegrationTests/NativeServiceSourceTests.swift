@@ -170,6 +170,36 @@ struct NativeServiceSourceTests {
         }
     }
 
+    /// Pre-resolution asks `/resolve` in batches of the service's size; a batch the service refuses (here: larger
+    /// than its `maxHostsPerBatch`) is asked again name by name.
+    @Test func preResolutionAsksInBatches() async throws {
+        try await Self.withService { url, certificate in
+            let names = ["serve.test", "other.test"] + (1...5).map { "absent\($0).test" }
+            let hosts = try names.map { try HostName($0) }
+            try await Self.using(try Self.source([url], cacert: certificate)) { source in
+                let cache = try ResolverCache(source: source)
+                let failures = try await cache.preResolve(hosts)
+                #expect(failures.isEmpty, "\(failures)")
+                #expect(cache.stats.upstreamQueries.values.reduce(0, +) == 2, "5 + 2: \(cache.stats.upstreamQueries)")
+                let serve = try #require(try cache.cachedResolution(try HostName("serve.test")))
+                #expect(serve.ipv4 == [IPv4Address("127.0.0.1")!] && serve.ipv6 == [IPv6Address("::1")!])
+                #expect(cache.stats.entries == 7)
+                let absent = #expect(throws: ResolutionError.self) { try cache.cachedResolution(try HostName("absent3.test")) }
+                #expect(absent?.code == .noAddress, "cached as no data")
+                // Asked again, nothing is fresh-missing: no request.
+                _ = try await cache.preResolve(hosts)
+                #expect(cache.stats.upstreamQueries.values.reduce(0, +) == 2)
+            }
+            try await Self.using(try Self.source([url], cacert: certificate) { $0.maxHostsPerBatch = 6 }) { source in
+                let cache = try ResolverCache(source: source)
+                let failures = try await cache.preResolve(Array(hosts.prefix(6)), families: .ipv4)
+                #expect(failures.isEmpty, "\(failures)")
+                #expect(cache.stats.upstreamQueries.values.reduce(0, +) == 7, "one refused batch, then 6 names: \(cache.stats.upstreamQueries)")
+                #expect(try cache.cachedResolution(try HostName("other.test"), families: .ipv4)?.ipv4 == [IPv4Address("127.0.0.2")!])
+            }
+        }
+    }
+
     /// After a network change the source opens new connections: the kept-alive one was made from the old network.
     @Test func aNetworkChangeOpensNewConnections() async throws {
         try await Self.withService { url, certificate in

@@ -129,7 +129,9 @@ public final class HostResolver: Sendable {
     }
 
     /// Resolves every host in `hosts` through the policy (for example at start-up, so the first requests hit the
-    /// cache), at most `concurrency` at a time.
+    /// cache), at most `concurrency` requests at a time: the trusted source first, in batches when it takes them
+    /// (``ResolverCache/preResolve(_:families:concurrency:)``), then each name it could not resolve through the
+    /// fallbacks, judged by the guard as any lookup is.
     /// - Returns: the hosts that no source could resolve, with their errors. Negative answers are answers.
     /// - Throws: ``ConfigurationError`` when `concurrency` is not positive.
     @discardableResult
@@ -138,7 +140,9 @@ public final class HostResolver: Sendable {
         families: AddressFamilies = .all,
         concurrency: Int = 64
     ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
-        try await BoundedLookups.run(hosts.map { ($0, families) }, concurrency: concurrency) { host, families in
+        let unresolved = try await trusted.preResolve(hosts, families: families, concurrency: concurrency)
+        guard !unresolved.isEmpty else { return [:] }
+        return try await BoundedLookups.run(unresolved.keys.map { ($0, families) }, concurrency: concurrency) { host, families in
             _ = try await self.resolve(host, families: families)
         }
     }
@@ -177,9 +181,13 @@ public final class HostResolver: Sendable {
         }
         networkChanges.increment()
         logger.info("network changed: caches emptied, resolving the names in use again", metadata: ["httpdns.names": "\(inUse.count)"])
-        return try await BoundedLookups.run(inUse, concurrency: concurrency) { host, families in
-            _ = try await self.resolve(host, families: families)
+        var failures: [HostName: ResolutionError] = [:]
+        for families in [AddressFamilies.all, .ipv4, .ipv6] {
+            let hosts = inUse.filter { $0.families == families }.map(\.host)
+            guard !hosts.isEmpty else { continue }
+            try await failures.merge(preResolve(hosts, families: families, concurrency: concurrency)) { first, _ in first }
         }
+        return failures
     }
 }
 
