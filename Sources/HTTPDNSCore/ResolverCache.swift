@@ -91,7 +91,8 @@ public final class ResolverCache: Sendable {
     }
 
     /// Resolves every host in `hosts` (for example at start-up, so the first requests hit the cache), at most
-    /// `concurrency` requests at a time so a long list stays within ``Configuration/maxPendingQueries``.
+    /// `concurrency` names at a time so a long list stays within ``Configuration/maxPendingQueries`` (and within what
+    /// the upstream takes at once).
     ///
     /// A ``BatchResolutionSource`` is asked for the names it does not hold fresh in batches of its
     /// ``BatchResolutionSource/maxBatchSize`` (the native API's `/resolve`), so 1,000 names take 200 requests of 5
@@ -123,7 +124,9 @@ public final class ResolverCache: Sendable {
         // Each batch as one lookup of BoundedLookups, named by its first host; a batch that fails is asked name by name.
         var unanswered: [HostName] = []
         let firsts = Dictionary(uniqueKeysWithValues: batches.map { ($0[0], $0) })
-        let failedBatches = try await BoundedLookups.run(batches.map { ($0[0], families) }, concurrency: concurrency) { first, families in
+        // `concurrency` counts names, as it does one name a request: the upstream sees as many lookups at once.
+        let batchConcurrency = max(1, concurrency / batchSource.maxBatchSize)
+        let failedBatches = try await BoundedLookups.run(batches.map { ($0[0], families) }, concurrency: batchConcurrency) { first, families in
             try await self.storeBatch(firsts[first]!, families: families, from: batchSource)
         }
         for first in failedBatches.keys { unanswered += firsts[first]! }

@@ -12,24 +12,30 @@ public struct HijackVerdict: Sendable, Hashable, CustomStringConvertible {
 
     /// Why. A bounded set (HIJACK-MODEL.md).
     public struct Reason: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
+        // An enum, not a String: a verdict is made on every lookup, and copying one then costs no reference count.
+        private enum Base: String, Sendable, Hashable {
+            case none, nxdomainRewrite = "nxdomain-rewrite", addressSwap = "address-swap", privateAnswer = "private-answer"
+            case downgrade
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
 
         /// Nothing against the answer.
-        public static let none = Reason("none")
+        public static var none: Reason { Reason(.none) }
         /// H1: the trusted source says the name does not exist; the local resolver gave addresses.
-        public static let nxdomainRewrite = Reason("nxdomain-rewrite")
+        public static var nxdomainRewrite: Reason { Reason(.nxdomainRewrite) }
         /// H2: the local resolver's addresses share none with the trusted source's.
-        public static let addressSwap = Reason("address-swap")
+        public static var addressSwap: Reason { Reason(.addressSwap) }
         /// H3: a private or reserved address for a name not on the allow list.
-        public static let privateAnswer = Reason("private-answer")
+        public static var privateAnswer: Reason { Reason(.privateAnswer) }
         /// H7: the trusted source could not be reached for a host that may only use it.
-        public static let downgrade = Reason("downgrade")
+        public static var downgrade: Reason { Reason(.downgrade) }
 
         /// Every reason, for making one metric per reason up front.
-        public static let all: [Reason] = [.none, .nxdomainRewrite, .addressSwap, .privateAnswer, .downgrade]
+        public static var all: [Reason] { [.none, .nxdomainRewrite, .addressSwap, .privateAnswer, .downgrade] }
 
-        public var description: String { name }
+        public var description: String { base.rawValue }
     }
 
     public let level: Level
@@ -43,7 +49,7 @@ public struct HijackVerdict: Sendable, Hashable, CustomStringConvertible {
         self.trustedAddresses = trustedAddresses
     }
 
-    public static let ok = HijackVerdict(level: .ok, reason: .none)
+    public static var ok: HijackVerdict { HijackVerdict(level: .ok, reason: .none) }
 
     public var description: String { level == .ok ? "ok" : "\(level.rawValue): \(reason)" }
 }

@@ -49,6 +49,8 @@ public final class HostResolver: Sendable {
     /// The fallbacks' caches, in the order they are asked.
     public let fallbacks: [ResolverCache]
     private let hijackGuard: HijackGuard
+    /// The trusted source's name, read once: every answer carries it.
+    private let trustedName: String
     private let logger: Logger
     private let fallbackCounters: [Counter]
     private let downgrades: Counter
@@ -68,6 +70,7 @@ public final class HostResolver: Sendable {
         self.hijackGuard = hijackGuard
         let trusted = try ResolverCache(source: trustedSource, configuration: configuration.cache, clock: clock, logger: logger)
         self.trusted = trusted
+        trustedName = trustedSource.name
         fallbacks = try fallbackSources.map { source throws(ConfigurationError) in
             try ResolverCache(
                 source: GuardedSource(source, guard: hijackGuard, trusted: trusted),
@@ -87,11 +90,17 @@ public final class HostResolver: Sendable {
     /// - Throws: ``ResolutionError``: a negative answer (from whichever source answered), the trusted source's
     ///   failure for a strict host, or, when every source failed, the last failure's code and verdict with every
     ///   source's reason in the message.
-    public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Answer {
+    nonisolated(nonsending) public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Answer {
         let trustedFailure: ResolutionError
         do {
-            let resolution = try await trusted.resolve(host, families: families)
-            return Answer(resolution: resolution, source: trusted.source.name, fallback: false, verdict: .ok)
+            // A hit is answered without suspending: no async call on the hot path.
+            let resolution: Resolution
+            if let cached = try trusted.cachedResolution(host, families: families) {
+                resolution = cached
+            } else {
+                resolution = try await trusted.resolve(host, families: families)
+            }
+            return Answer(resolution: resolution, source: trustedName, fallback: false, verdict: .ok)
         } catch let error as ResolutionError where !error.code.isNegativeAnswer {
             trustedFailure = error
         }
