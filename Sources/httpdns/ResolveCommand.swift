@@ -254,7 +254,7 @@ private struct Sources {
         let resolution = try await cache!.resolve(host, families: families)
         let trustedSource = cache!.source is NativeServiceSource || cache!.source is DoHSource
         let verdict = trustedSource ? .ok : guardOnly.judge(resolution.addresses, host: host, trusted: nil)
-        return HostResolver.Answer(resolution: resolution, source: cache!.source.name, fallback: false, verdict: verdict)
+        return HostResolver.Answer(resolution: resolution, fallback: false, verdict: verdict)
     }
 
     func shutdown() async {

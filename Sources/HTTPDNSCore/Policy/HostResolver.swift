@@ -28,16 +28,16 @@ public final class HostResolver: Sendable {
     /// An answer, with where it came from and what the guard made of it.
     public struct Answer: Sendable {
         public let resolution: Resolution
-        /// The name of the source that answered.
-        public let source: String
         /// Whether a fallback answered, the trusted source having failed.
         public let fallback: Bool
         /// `ok` for the trusted source's answers; the guard's verdict for a fallback's.
         public let verdict: HijackVerdict
 
-        public init(resolution: Resolution, source: String, fallback: Bool, verdict: HijackVerdict) {
+        /// The name of the source that answered.
+        public var source: String { resolution.source }
+
+        public init(resolution: Resolution, fallback: Bool, verdict: HijackVerdict) {
             self.resolution = resolution
-            self.source = source
             self.fallback = fallback
             self.verdict = verdict
         }
@@ -49,8 +49,6 @@ public final class HostResolver: Sendable {
     /// The fallbacks' caches, in the order they are asked.
     public let fallbacks: [ResolverCache]
     private let hijackGuard: HijackGuard
-    /// The trusted source's name, read once: every answer carries it.
-    private let trustedName: String
     private let logger: Logger
     private let fallbackCounters: [Counter]
     private let downgrades: Counter
@@ -70,7 +68,6 @@ public final class HostResolver: Sendable {
         self.hijackGuard = hijackGuard
         let trusted = try ResolverCache(source: trustedSource, configuration: configuration.cache, clock: clock, logger: logger)
         self.trusted = trusted
-        trustedName = trustedSource.name
         fallbacks = try fallbackSources.map { source throws(ConfigurationError) in
             try ResolverCache(
                 source: GuardedSource(source, guard: hijackGuard, trusted: trusted),
@@ -100,7 +97,7 @@ public final class HostResolver: Sendable {
             } else {
                 resolution = try await trusted.resolve(host, families: families)
             }
-            return Answer(resolution: resolution, source: trustedName, fallback: false, verdict: .ok)
+            return Answer(resolution: resolution, fallback: false, verdict: .ok)
         } catch let error as ResolutionError where !error.code.isNegativeAnswer {
             trustedFailure = error
         }
@@ -122,7 +119,7 @@ public final class HostResolver: Sendable {
             do {
                 let resolution = try await fallback.resolve(host, families: families)
                 let verdict = hijackGuard.judge(resolution.addresses, host: host, trusted: GuardedSource.trustedView(trusted, host, families))
-                return Answer(resolution: resolution, source: fallback.source.name, fallback: true, verdict: verdict)
+                return Answer(resolution: resolution, fallback: true, verdict: verdict)
             } catch let error as ResolutionError where !error.code.isNegativeAnswer {
                 lastFailure = error
                 failures.append("\(fallback.source.name): \(error.message)")
