@@ -8,3 +8,4 @@ swift build -c release --product httpdns >/dev/null
 .build/release/httpdns bench memory
 scripts/bench-cold.sh 50000 64
 scripts/bench-serve.sh 10 64
+scripts/bench-client.sh 2000 64 1000
