@@ -83,6 +83,8 @@ public final class NativeServiceSource: BatchResolutionSource {
             if let first = hosts.first { throw ResolutionError.noFamilies(first) }
             return [:]
         }
+        var seen = Set<HostName>()
+        let hosts = hosts.filter { seen.insert($0).inserted }
         if hosts.count == 1 {
             do {
                 return [first: try await query(first, families: families)]
@@ -111,10 +113,13 @@ public final class NativeServiceSource: BatchResolutionSource {
         } catch {
             throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(what): \(error.reason)"))
         }
-        var answers = Dictionary(uniqueKeysWithValues: hosts.map { ($0.value, SourceAnswer()) })
+        var answers = Dictionary(hosts.map { ($0.value, SourceAnswer()) }, uniquingKeysWith: { first, _ in first })
         for record in batch.records {
-            guard answers[record.host] != nil, families.contains(record.family == .ipv4 ? .ipv4 : .ipv6) else {
+            guard let found = answers[record.host], families.contains(record.family == .ipv4 ? .ipv4 : .ipv6) else {
                 throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) answered \(record.host) \(record.family), which was not asked, for \(what)"))
+            }
+            guard (record.family == .ipv4 ? found.ipv4 == nil : found.ipv6 == nil) else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) answered \(record.host) \(record.family) twice, for \(what)"))
             }
             let v4 = record.addresses.compactMap { if case .v4(let address) = $0 { address } else { nil } }
             let v6 = record.addresses.compactMap { if case .v6(let address) = $0 { address } else { nil } }
@@ -134,8 +139,8 @@ public final class NativeServiceSource: BatchResolutionSource {
         return result
     }
 
-    /// The body of a 200, or the failure the status means: a 400 `InvalidHost` ends the lookup (no address would
-    /// answer otherwise); anything else is this address's failure.
+    /// The body of a 200, or the failure the status means: a 400 `InvalidHost` or `TooManyHosts` ends the lookup (no
+    /// address would answer otherwise); anything else is this address's failure.
     static func checkedBody(_ answer: ServiceClient.Answer, what: String) throws(ServiceClient.AttemptFailure) -> [UInt8] {
         let bytes = Array(buffer: answer.body)
         guard answer.status == .ok else {
@@ -144,6 +149,9 @@ public final class NativeServiceSource: BatchResolutionSource {
             switch answer.status.code {
             case 400 where (try? NativeErrorBody(parsingJSON: bytes))?.code == .invalidHost:
                 throw .final(ResolutionError(.badName, message))
+            case 400 where (try? NativeErrorBody(parsingJSON: bytes))?.code == .tooManyHosts:
+                // The request is too big for the service, not this address's fault: every address would say so.
+                throw .final(ResolutionError(.refused, message))
             case 403, 429, 503:
                 // 403 too: a signature's expiry is judged by each address's clock, and an account may be missing on
                 // one address during a rollout.

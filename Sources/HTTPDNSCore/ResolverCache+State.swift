@@ -130,6 +130,8 @@ extension ResolverCache {
         /// in ``abandoned``, where no new caller joins them and whence no answer is stored.
         var generation: UInt64 = 0
         var abandoned: [FlightKey: [Flight]] = [:]
+        /// The flights in ``abandoned``: they still count against ``Configuration/maxPendingQueries``.
+        var abandonedCount = 0
         var stats = ResolverStats()
         var nextWaiterID: UInt64 = 0
 
@@ -191,7 +193,7 @@ extension ResolverCache {
                 stats.negativeHits += 1
             case .hit(let resolution, _):
                 stats.hits += 1
-                if refreshDue, flights.count < configuration.maxPendingQueries {
+                if refreshDue, flights.count + abandonedCount < configuration.maxPendingQueries {
                     let key = FlightKey(host: host, families: families)
                     if flights[key] == nil {
                         flights[key] = Flight(waiters: [:], generation: generation)

@@ -139,6 +139,8 @@ public final class ResolverCache: Sendable {
     /// Asks `source` for `hosts` in one request and stores every answer, counting the request as one upstream query.
     private func storeBatch(_ hosts: [HostName], families: AddressFamilies, from source: any BatchResolutionSource) async throws(ResolutionError) {
         let started = ContinuousClock.now
+        // A flush that abandons the queries in flight abandons this one too: its answers are not stored.
+        let generation = state.withLock { $0.generation }
         let result: Result<[HostName: SourceAnswer], ResolutionError>
         do {
             result = .success(try await source.queryBatch(hosts, families: families))
@@ -152,7 +154,7 @@ public final class ResolverCache: Sendable {
         }
         let (evicted, entries) = state.withLock { state in
             state.stats.upstreamQueries[ResolverStats.UpstreamOutcome(source: source.name, outcome: outcomeName), default: 0] += 1
-            guard case .success(let answers) = result else { return (0, state.storage.count) }
+            guard case .success(let answers) = result, state.generation == generation else { return (0, state.storage.count) }
             let now = clock.now()
             for (host, answer) in answers { state.store(answer, for: host, now: now, configuration: configuration) }
             return (state.evictOverflow(configuration: configuration), state.storage.count)
@@ -183,6 +185,7 @@ public final class ResolverCache: Sendable {
             guard abandoningQueriesInFlight else { return }
             state.generation += 1
             for (key, flight) in state.flights { state.abandoned[key, default: []].append(flight) }
+            state.abandonedCount += state.flights.count
             state.flights.removeAll()
         }
         metrics.entries.record(0)
@@ -193,7 +196,7 @@ public final class ResolverCache: Sendable {
         state.withLock { state in
             var stats = state.stats
             stats.entries = state.storage.count
-            stats.pendingQueries = state.flights.count + state.abandoned.values.reduce(0) { $0 + $1.count }
+            stats.pendingQueries = state.flights.count + state.abandonedCount
             return stats
         }
     }
@@ -227,7 +230,7 @@ public final class ResolverCache: Sendable {
                         state.flights[key]!.waiters[waiterID] = continuation
                         state.stats.coalescedLookups += 1
                         join = .joined
-                    } else if state.flights.count < configuration.maxPendingQueries {
+                    } else if state.flights.count + state.abandonedCount < configuration.maxPendingQueries {
                         state.flights[key] = Flight(waiters: [waiterID: continuation], generation: state.generation)
                         flightGeneration = state.generation
                         join = .started
@@ -237,7 +240,7 @@ public final class ResolverCache: Sendable {
                         return .answered(.stale(stale))
                     } else {
                         state.stats.rejectedLookups += 1
-                        return .rejected(state.flights.count)
+                        return .rejected(state.flights.count + state.abandonedCount)
                     }
                     armStaleTimer =
                         configuration.staleAnswerClientTimeoutMs > 0
@@ -336,6 +339,7 @@ public final class ResolverCache: Sendable {
                     flights.firstIndex { $0.generation == generation }.map { state.abandoned[key]!.remove(at: $0) }
                 }
                 if state.abandoned[key]?.isEmpty == true { state.abandoned[key] = nil }
+                if flight != nil { state.abandonedCount -= 1 }
                 let waiters = flight?.waiters ?? [:]
                 state.stats.misses += waiters.count
                 let delivered = result.flatMap { state.resolution(of: $0, for: key, now: now, configuration: configuration) }

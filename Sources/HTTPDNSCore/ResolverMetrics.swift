@@ -28,7 +28,8 @@ struct ResolverMetrics: Sendable {
         rejected = Counter(label: "httpdns_cache_rejected_lookups_total", dimensions: [("reason", "too_many_pending")])
         entries = Gauge(label: "httpdns_cache_entries")
         // A query for no family never reaches a source from the cache, so it has no counter of its own.
-        let outcomes = ["success"] + ResolutionError.Code.all.filter { $0 != .noFamilies }.map(\.description)
+        // `batch`: one request that answered many names (``BatchResolutionSource``).
+        let outcomes = ["success", "batch"] + ResolutionError.Code.all.filter { $0 != .noFamilies }.map(\.description)
         resolutions = Dictionary(
             uniqueKeysWithValues: outcomes.map { outcome in
                 (outcome, Counter(label: "httpdns_resolutions_total", dimensions: [("source", sourceName), ("outcome", outcome)]))

@@ -75,36 +75,53 @@ public struct ResolveSettings: Sendable {
         }
         let fallbackList = try await reader.strings(Self.fallbacks)
         if let fallbackList { fallbacks = fallbackList }
+        var caresKeysSet: [String] = []
         if let servers = try await reader.strings(Self.dns) {
             cares.servers = servers.compactMap { try? DNSServerAddress(parsing: $0) }
         }
-        if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }
-        if let value = try await reader.int(Self.timeoutMs) { cares.timeoutMs = value }
-        if let value = try await reader.int(Self.tries) { cares.tries = value }
+        if let tcp = try await reader.bool(Self.tcp) {
+            if tcp { cares.transport = .tcp }
+            caresKeysSet.append(Self.tcp.key)
+        }
+        if let value = try await reader.int(Self.timeoutMs) {
+            cares.timeoutMs = value
+            caresKeysSet.append(Self.timeoutMs.key)
+        }
+        if let value = try await reader.int(Self.tries) {
+            cares.tries = value
+            caresKeysSet.append(Self.tries.key)
+        }
         switch try await reader.string(Self.type) {
         case "A": families = .ipv4
         case "AAAA": families = .ipv6
         default: families = .all
         }
         json = try await reader.bool(Self.json) ?? false
-        try check(serviceKeysSet: serverName != nil || cacert != nil || !pins.isEmpty || budgetMs != nil)
+        try check(serviceKeysSet: serverName != nil || cacert != nil || !pins.isEmpty || budgetMs != nil, caresKeysSet: caresKeysSet)
         if fallbackList != nil, source != .auto {
             throw SettingError("--fallback applies to --source auto, not \(source.rawValue)")
         }
     }
 
-    /// The keys must fit the source, and the libraries must accept what they make.
-    private func check(serviceKeysSet: Bool) throws(SettingError) {
+    /// The keys must fit the source, wherever each came from (a flag, a variable or the file: keys that cannot apply
+    /// are refused rather than silently unused), and the libraries must accept what they make.
+    private func check(serviceKeysSet: Bool, caresKeysSet: [String]) throws(SettingError) {
         if source.asksService, service == nil {
             throw SettingError("--source \(source.rawValue) asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS)")
         }
         if !source.asksService, service != nil || serviceKeysSet {
             throw SettingError(
-                "--server, --server-name, --cacert, --pin and --budget-ms apply to --source auto, httpdns or doh, not \(source.rawValue)"
+                "--server, --server-name, --cacert, --pin and --budget-ms (servers, serverName, cacert, pins, budgetMs; "
+                    + "HTTPDNS_SERVERS, …) apply to --source auto, httpdns or doh, not \(source.rawValue)"
             )
         }
         if source == .system, !cares.servers.isEmpty {
-            throw SettingError("--dns applies to --source cares or auto; the system resolver uses /etc/resolv.conf")
+            throw SettingError("--dns (dns, HTTPDNS_DNS) applies to --source cares or auto; the system resolver uses /etc/resolv.conf")
+        }
+        let caresKeys = (cares.servers.isEmpty ? [] : [Self.dns.key]) + caresKeysSet
+        if source == .httpdns || source == .doh || source == .system, !caresKeys.isEmpty {
+            let flags = Self.table.filter { caresKeys.contains($0.key) }.map { "\($0.flag ?? $0.key) (\($0.key), \($0.environmentVariable))" }
+            throw SettingError("\(flags.joined(separator: ", ")) set c-ares, which --source \(source.rawValue) does not ask")
         }
         do {
             try cares.validate()

@@ -32,6 +32,14 @@ public enum SettingKind: Sendable, Hashable {
     /// The service's accounts: an object in the file, or the path of a JSON file holding one.
     case accounts
 
+    /// Whether the value is a list: a JSON array in the file, comma-separated in a variable, a repeated flag.
+    var isList: Bool {
+        switch self {
+        case .dnsServers, .serviceURLs, .pins, .choices: true
+        default: false
+        }
+    }
+
     /// Reads a value from the configuration file.
     func read(json value: JSONValue, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
         switch (self, value) {

@@ -122,8 +122,8 @@ struct FlagSettingsProvider: SettingsProvider {
     func content(of setting: Setting) throws(SettingError) -> ConfigContent? {
         guard let texts = values[setting.key] else { return nil }
         let origin = SettingOrigin(setting.flag ?? "the flag for \(setting.key)")
-        if setting.kind == .dnsServers {
-            // A repeated flag: each value one server.
+        if setting.kind.isList {
+            // A repeated flag: each value one item.
             return try setting.kind.read(json: .array(texts.map(JSONValue.string)), from: origin, isSecret: setting.isSecret)
         }
         return try setting.kind.read(text: texts[texts.count - 1], from: origin, isSecret: setting.isSecret)

@@ -88,6 +88,9 @@ struct ResolveCommand: AsyncParsableCommand {
             result = .success(try await sources.resolve(hostName, families: settings.families))
         } catch let error as ResolutionError {
             result = .failure(error)
+        } catch {
+            // Nothing else is thrown by the sources; but whatever it is, the sources are shut down first.
+            result = .failure(ResolutionError(.internalError, "\(error)"))
         }
         let durationMs = Double(stopwatch.elapsedNanoseconds) / 1_000_000
         await sources.shutdown()

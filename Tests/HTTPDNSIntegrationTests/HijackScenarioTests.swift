@@ -177,13 +177,37 @@ struct HijackScenarioTests {
 
     /// H7: a strict host never reaches the local resolver, even with the service down.
     @Test func aStrictHostFailsRatherThanAskTheLocalResolver() async throws {
-        try await Self.withScenario(strict: [".test"]) { resolver, service, liar in
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await Self.withScenario(strict: [".test"]) { resolver, service, liar in
+                service.stop()
+                let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("bank.test"), families: .ipv4) }
+                let message = error?.message ?? "no error"
+                #expect(message.contains("may only be resolved by doh"), "\(message)")
+                let asked = try liar.queryCount("bank.test", type: "A")
+                #expect(asked == 0)
+                #expect(metrics.counterTotal(label: "httpdns_hijack_suspected_total", dimensions: [("reason", "downgrade")]) == 1)
+                #expect(metrics.counterTotal(label: "httpdns_fallbacks_total", dimensions: [("from", "doh"), ("to", "cares")]) == 0)
+                #expect(resolver.fallbacks[0].stats.entries == 0 && resolver.trusted.stats.entries == 0)
+            }
+        }
+    }
+
+    /// H4: the local resolver goes silent: names the trusted service answers are not affected; with the service
+    /// down as well, what the trusted cache holds is served stale, and a name it does not hold fails, saying why.
+    @Test func aSilentLocalResolverChangesNothingForTrustedNames() async throws {
+        let clock = ManualMonotonicClock()
+        try await Self.withScenario(clock: clock) { resolver, service, liar in
+            liar.stop()
+            let bank = try await resolver.resolve(try HostName("bank.test"), families: .ipv4)
+            #expect(bank.source == "doh" && !bank.fallback && bank.resolution.ipv4 == [IPv4Address("127.0.0.5")!])
             service.stop()
-            let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("bank.test"), families: .ipv4) }
-            let message = error?.message ?? "no error"
-            #expect(message.contains("may only be resolved by doh"), "\(message)")
-            let asked = try liar.queryCount("bank.test", type: "A")
-            #expect(asked == 0)
+            clock.advance(seconds: 600)
+            let stale = try await resolver.resolve(try HostName("bank.test"), families: .ipv4)
+            #expect(stale.resolution.stale && stale.resolution.ipv4 == [IPv4Address("127.0.0.5")!] && !stale.fallback)
+            let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(try HostName("shop.test"), families: .ipv4) }
+            #expect(error?.message.contains("no source could resolve shop.test: doh: ") == true, "\(String(describing: error))")
+            #expect(resolver.fallbacks[0].stats.entries == 0, "nothing from the silent resolver was cached")
         }
     }
 

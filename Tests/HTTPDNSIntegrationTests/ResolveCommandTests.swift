@@ -230,7 +230,7 @@ struct ResolveCommandTests {
         BadInput(
             label: "--dns with --source system",
             arguments: ["resolve", "localhost", "--source", "system", "--dns", "127.0.0.1"],
-            fragment: "--dns applies to --source cares"
+            fragment: "applies to --source cares or auto"
         ),
         BadInput(
             label: "--timeout-ms 0",

@@ -33,12 +33,13 @@ struct ResolveServiceCommandTests {
         }
     }
 
-    /// Runs `httpdns resolve ARGUMENTS` with `environment` added to the test's own.
+    /// Runs `httpdns resolve ARGUMENTS` with `environment` added to the test's own, less any `HTTPDNS_…` variable of
+    /// the test's (a developer's own settings must not change what is asked, or where).
     func resolve(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
         let executable = try ServiceProcess.executablePath()
-        if environment.isEmpty { return try await ChildProcess.run(executable: executable, arguments: ["resolve"] + arguments) }
+        let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
         let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        return try await ChildProcess.run(executable: "/usr/bin/env", arguments: assignments + [executable, "resolve"] + arguments)
+        return try await ChildProcess.run(executable: "/usr/bin/env", arguments: unset + assignments + [executable, "resolve"] + arguments)
     }
 
     func object(_ completion: ChildProcess.Completion) throws -> [String: Any] {
@@ -122,6 +123,7 @@ struct ResolveServiceCommandTests {
             #expect(try object(fromEnvironment)["source"] as? String == "httpdns")
 
             let fromFlag = try await resolve(["bank.test", "--source", "doh"], environment: ["HTTPDNS_CONFIG": file, "HTTPDNS_SOURCE": "httpdns"])
+            #expect(fromFlag.status == .exited(0), "\(fromFlag)")
             #expect(try object(fromFlag)["source"] as? String == "doh", "\(fromFlag)")
 
             let badVariable = try await resolve(["bank.test"], environment: ["HTTPDNS_CONFIG": file, "HTTPDNS_PINS": "sha256//short"])

@@ -42,12 +42,29 @@ import Testing
         #expect(settings.fallbacks == ["cares"] && settings.families == .ipv6)
     }
 
+    /// A repeated flag of a list keeps every value, in order: two addresses, the current pin and the next.
+    @Test func repeatedFlagsKeepEveryValue() async throws {
+        let current = "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+        let next = "sha256//" + String(repeating: "A", count: 43) + "="
+        let settings = try await settings(flags: [
+            "source": ["auto"], "servers": ["https://127.0.0.1:8443", "https://127.0.0.2:8443"], "pins": [current, next],
+            "fallbacks": ["system", "cares"], "dns": ["127.0.0.1:53", "127.0.0.2:53"],
+        ])
+        let service = try #require(settings.service)
+        #expect(service.servers.map(\.description) == ["https://127.0.0.1:8443", "https://127.0.0.2:8443"])
+        #expect(service.pins.map(\.description) == [current, next])
+        #expect(settings.fallbacks == ["system", "cares"])
+        #expect(settings.cares.servers.map(\.description) == ["127.0.0.1:53", "127.0.0.2:53"])
+    }
+
     @Test func keysThatDoNotFitTheSourceAreRefused() async {
         #expect(await error(flags: ["source": ["httpdns"]]).contains("--source httpdns asks an HTTPDNS service"))
         #expect(await error(flags: ["cacert": ["/tmp/ca.pem"]]).contains("apply to --source auto, httpdns or doh, not cares"))
-        #expect(await error(flags: ["source": ["system"], "dns": ["127.0.0.1"]]).contains("--dns applies to --source cares or auto"))
+        #expect(await error(flags: ["source": ["system"], "dns": ["127.0.0.1"]]).contains("--dns (dns, HTTPDNS_DNS) applies to --source cares or auto"))
         #expect(await error(flags: ["fallbacks": ["system"]]).contains("--fallback applies to --source auto"))
         #expect(await error(flags: ["tries": ["0"]]).contains("--tries must be"))
         #expect(await error(environment: ["HTTPDNS_TYPE": "MX"]).contains("HTTPDNS_TYPE must be A, AAAA or ANY, not 'MX'"))
+        let caresForDoH = await error(environment: ["HTTPDNS_TRIES": "3"], flags: ["source": ["doh"], "servers": ["https://127.0.0.1"]])
+        #expect(caresForDoH.contains("--tries (tries, HTTPDNS_TRIES) set c-ares, which --source doh does not ask"), "\(caresForDoH)")
     }
 }

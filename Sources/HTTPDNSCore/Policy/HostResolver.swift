@@ -85,8 +85,8 @@ public final class HostResolver: Sendable {
     /// The addresses of `host`: the trusted source's, or, when it fails and the host is not strict, the first
     /// fallback's that the guard lets through.
     /// - Throws: ``ResolutionError``: a negative answer (from whichever source answered), the trusted source's
-    ///   failure for a strict host, or, when every source failed, the last failure's code and verdict with every
-    ///   source's reason in the message.
+    ///   failure for a strict host, or, when every source failed, `rejectedByGuard` with its verdict if the guard
+    ///   refused an answer, else the last failure's code, with every source's reason in the message.
     nonisolated(nonsending) public func resolve(_ host: HostName, families: AddressFamilies = .all) async throws -> Answer {
         let trustedFailure: ResolutionError
         do {
@@ -101,6 +101,11 @@ public final class HostResolver: Sendable {
         } catch let error as ResolutionError where !error.code.isNegativeAnswer {
             trustedFailure = error
         }
+        return try await fallBack(host, families: families, trustedFailure: trustedFailure)
+    }
+
+    /// The fallbacks' turn, the trusted source having failed with `trustedFailure`.
+    private func fallBack(_ host: HostName, families: AddressFamilies, trustedFailure: ResolutionError) async throws -> Answer {
         guard !configuration.strictHosts.matches(host) else {
             downgrades.increment()
             throw ResolutionError(
@@ -109,6 +114,7 @@ public final class HostResolver: Sendable {
             )
         }
         var lastFailure = trustedFailure
+        var refusal: ResolutionError?
         var failures = ["\(trusted.source.name): \(trustedFailure.message)"]
         for (index, fallback) in fallbacks.enumerated() {
             fallbackCounters[index].increment()
@@ -122,16 +128,15 @@ public final class HostResolver: Sendable {
                 return Answer(resolution: resolution, fallback: true, verdict: verdict)
             } catch let error as ResolutionError where !error.code.isNegativeAnswer {
                 lastFailure = error
+                if error.code == .rejectedByGuard, refusal == nil { refusal = error }
                 failures.append("\(fallback.source.name): \(error.message)")
             }
         }
         guard !fallbacks.isEmpty else { throw lastFailure }
-        // The last failure's code and verdict, and every source's reason.
-        throw ResolutionError(
-            lastFailure.code,
-            "no source could resolve \(host): \(failures.joined(separator: "; "))",
-            verdict: lastFailure.verdict
-        )
+        // An answer the guard refused is what the lookup ends on, when no source answered: the name may well have
+        // an address, just not one to trust. Otherwise the last failure's code. Every source's reason either way.
+        let ending = refusal ?? lastFailure
+        throw ResolutionError(ending.code, "no source could resolve \(host): \(failures.joined(separator: "; "))", verdict: ending.verdict)
     }
 
     /// Resolves every host in `hosts` through the policy (for example at start-up, so the first requests hit the
@@ -148,8 +153,9 @@ public final class HostResolver: Sendable {
     ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
         let unresolved = try await trusted.preResolve(hosts, families: families, concurrency: concurrency)
         guard !unresolved.isEmpty else { return [:] }
+        // The trusted source has had its turn for these: straight to the fallbacks.
         return try await BoundedLookups.run(unresolved.keys.map { ($0, families) }, concurrency: concurrency) { host, families in
-            _ = try await self.resolve(host, families: families)
+            _ = try await self.fallBack(host, families: families, trustedFailure: unresolved[host]!)
         }
     }
 

@@ -17,11 +17,7 @@ struct ClientColdBench: AsyncParsableCommand {
     @Option(name: .customLong("dns"), help: "The service's upstream, which c-ares asks straight, IP[:PORT].")
     var upstream: String
 
-    @Option(name: .customLong("server"), help: "The service, https://IP:PORT.")
-    var server: String
-
-    @Option(help: "A PEM file to trust for the service's certificate.")
-    var cacert: String?
+    @OptionGroup var service: BenchServiceOptions
 
     @Option(name: .customLong("names-file"), help: "Distinct names, one per line; each round takes names none asked before.")
     var namesFile: String
@@ -54,15 +50,22 @@ struct ClientColdBench: AsyncParsableCommand {
         }
         var cares = CAresSource.Configuration(servers: [try DNSServerAddress(parsing: upstream)])
         cares.tries = 3
-        var connection = ServiceConnection(servers: [try ServiceEndpoint(parsing: server)])
-        connection.extraTrustRootsPEMFile = cacert
-        connection.budgetMs = 10_000
-        connection.attemptTimeoutMs = 10_000
+        let connection = try service.connection()
         let sources: [Way: any ResolutionSource] = [
             .cares: try CAresSource(configuration: cares),
             .httpdns: try NativeServiceSource(configuration: .init(connection: connection)),
             .doh: try DoHSource(configuration: .init(connection: connection)),
         ]
+        do {
+            try await measure(hosts, sources)
+        } catch {
+            for source in sources.values { await BenchServiceOptions.shutDown(source) }
+            throw error
+        }
+        for source in sources.values { await BenchServiceOptions.shutDown(source) }
+    }
+
+    private func measure(_ hosts: [HostName], _ sources: [Way: any ResolutionSource]) async throws {
         // One unmeasured lookup each: connections opened and kept alive, as in a running backend.
         for (way, source) in sources {
             _ = try await source.query(try HostName("warmup-\(way.rawValue).bench.test"), families: .ipv4)
@@ -81,11 +84,6 @@ struct ClientColdBench: AsyncParsableCommand {
                 failures += failed
                 rates[way, default: []].append(Double(names) / seconds)
             }
-        }
-        for source in sources.values {
-            if let source = source as? CAresSource { await source.shutdown() }
-            if let source = source as? NativeServiceSource { await source.shutdown() }
-            if let source = source as? DoHSource { await source.shutdown() }
         }
         let median = rates.mapValues(\.median)
         let slowdown = { (way: Way) in median[.cares]! / median[way]! }
@@ -152,11 +150,7 @@ struct PreResolveBench: AsyncParsableCommand {
         abstract: "Time and requests to pre-resolve N names through HostResolver: /resolve batches, /d, DoH."
     )
 
-    @Option(name: .customLong("server"), help: "The service, https://IP:PORT.")
-    var server: String
-
-    @Option(help: "A PEM file to trust for the service's certificate.")
-    var cacert: String?
+    @OptionGroup var service: BenchServiceOptions
 
     @Option(name: .customLong("names-file"), help: "Distinct names, one per line; each way takes names none asked before.")
     var namesFile: String
@@ -174,10 +168,7 @@ struct PreResolveBench: AsyncParsableCommand {
     func run() async throws {
         let hosts = try ColdLookupBench.readNames(namesFile)
         guard hosts.count >= names * 3 else { throw ValidationError("\(namesFile) holds \(hosts.count) names; 3 ways of \(names) need \(names * 3)") }
-        var connection = ServiceConnection(servers: [try ServiceEndpoint(parsing: server)])
-        connection.extraTrustRootsPEMFile = cacert
-        connection.budgetMs = 10_000
-        connection.attemptTimeoutMs = 10_000
+        let connection = try service.connection()
         var batched = NativeServiceSource.Configuration(connection: connection)
         batched.maxHostsPerBatch = 5
         var single = NativeServiceSource.Configuration(connection: connection)
@@ -187,6 +178,20 @@ struct PreResolveBench: AsyncParsableCommand {
             ("httpdns /d, one name a request", try NativeServiceSource(configuration: single)),
             ("DoH, one family a request", try DoHSource(configuration: .init(connection: connection))),
         ]
+        let results: [(way: String, seconds: Double, requests: Int, failures: Int)]
+        do {
+            results = try await measure(hosts, ways)
+        } catch {
+            for (_, source) in ways { await BenchServiceOptions.shutDown(source) }
+            throw error
+        }
+        for (_, source) in ways { await BenchServiceOptions.shutDown(source) }
+        report(results)
+    }
+
+    private func measure(_ hosts: [HostName], _ ways: [(String, any ResolutionSource)]) async throws -> [(
+        way: String, seconds: Double, requests: Int, failures: Int
+    )] {
         var results: [(way: String, seconds: Double, requests: Int, failures: Int)] = []
         for (index, (way, source)) in ways.enumerated() {
             _ = try await source.query(try HostName("warmup\(index).bench.test"), families: .all)
@@ -199,10 +204,10 @@ struct PreResolveBench: AsyncParsableCommand {
             // DoH asks one query a family: count HTTP requests, not lookups.
             results.append((way, seconds, source is DoHSource ? requests * 2 : requests, failed.count))
         }
-        for (_, source) in ways {
-            if let source = source as? NativeServiceSource { await source.shutdown() }
-            if let source = source as? DoHSource { await source.shutdown() }
-        }
+        return results
+    }
+
+    private func report(_ results: [(way: String, seconds: Double, requests: Int, failures: Int)]) {
         if json {
             print(
                 JSON.object([
@@ -223,6 +228,31 @@ struct PreResolveBench: AsyncParsableCommand {
                 print("  \(result.way.padding(32)) \(formatted(result.seconds, digits: 3)) s, \(result.requests) HTTP requests, \(result.failures) failed, time \(formatted(result.seconds / baseline))x /d's")
             }
         }
+    }
+}
+
+/// The service a client benchmark asks.
+struct BenchServiceOptions: ParsableArguments {
+    @Option(name: .customLong("server"), help: "The service, https://IP:PORT.")
+    var server: String
+
+    @Option(help: "A PEM file to trust for the service's certificate.")
+    var cacert: String?
+
+    /// The service, with a budget no benchmark lookup should reach.
+    func connection() throws -> ServiceConnection {
+        var connection = ServiceConnection(servers: [try ServiceEndpoint(parsing: server)])
+        connection.extraTrustRootsPEMFile = cacert
+        connection.budgetMs = 10_000
+        connection.attemptTimeoutMs = 10_000
+        return connection
+    }
+
+    /// Shuts down a source that holds threads or connections.
+    static func shutDown(_ source: any ResolutionSource) async {
+        if let source = source as? CAresSource { await source.shutdown() }
+        if let source = source as? NativeServiceSource { await source.shutdown() }
+        if let source = source as? DoHSource { await source.shutdown() }
     }
 }
 
