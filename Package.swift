@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HTTPDNSCAres", targets: ["HTTPDNSCAres"]),
         .library(name: "HTTPDNSClient", targets: ["HTTPDNSClient"]),
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
+        .library(name: "HTTPDNSInterceptor", targets: ["HTTPDNSInterceptor"]),
         .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
@@ -111,6 +112,12 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The interceptor: requests sent straight to resolved addresses, keeping the real name. Its pure parts first:
+        // the cache storage policy and the Cache-Control parser.
+        .target(
+            name: "HTTPDNSInterceptor",
+            dependencies: ["HTTPDNSCore"]
+        ),
         // The command line's settings: one table of keys per command, read from a JSON file, the environment and
         // flags through swift-configuration, checked by the libraries they configure.
         .target(
@@ -153,6 +160,10 @@ let package = Package(
                 "HTTPDNSTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
+        ),
+        .testTarget(
+            name: "HTTPDNSInterceptorTests",
+            dependencies: ["HTTPDNSInterceptor"]
         ),
         .testTarget(
             name: "HTTPDNSWireTests",
