@@ -1,0 +1,313 @@
+import HTTPDNSCore
+
+/// A request in the one form the interceptor resolves and sends (`shared/design/CANONICAL-REQUEST.md`): the URL
+/// normalised on its parsed components, and the header defaults added.
+///
+/// Two modes: `standard` (the default) is the reference plus RFC 3986 §6 normalisation; `apple` reproduces Apple's
+/// CustomHTTPProtocol sample exactly. Normalising a canonical request changes nothing.
+public struct CanonicalRequest: Sendable, Hashable {
+    public struct Configuration: Sendable, Hashable {
+        public enum Mode: String, Sendable, Hashable {
+            case standard
+            case apple
+        }
+
+        public var mode: Mode
+        /// The content codings the transport decodes for the caller, offered in `Accept-Encoding`; none, none
+        /// offered. Never an encoding the caller would receive undecoded.
+        public var decodedEncodings: [String] = []
+        /// `Accept-Language` to add when the request has none. Default: `en-us` in `apple` mode (the reference's),
+        /// none in `standard` mode.
+        public var acceptLanguage: String?
+
+        public init(mode: Mode = .standard) {
+            self.mode = mode
+            acceptLanguage = mode == .apple ? "en-us" : nil
+        }
+    }
+
+    public struct Header: Sendable, Hashable {
+        public var name: String
+        public var value: String
+
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public var method: String
+    /// `http` or `https`.
+    public var scheme: String
+    public var userInfo: String?
+    /// As written in the URL: lowercased, an IPv6 literal in brackets, a trailing dot kept.
+    public var host: String
+    public var port: Int?
+    /// Never empty: at least `/`.
+    public var path: String
+    public var query: String?
+    /// Kept in `apple` mode only: the fragment is never sent.
+    public var fragment: String?
+    /// The request's fields, then the defaults added, in that order.
+    public var headers: [Header]
+
+    /// The canonical URL.
+    public var url: String {
+        var text = scheme + "://"
+        if let userInfo { text += userInfo + "@" }
+        text += host
+        if let port { text += ":\(port)" }
+        text += path
+        if let query { text += "?" + query }
+        if let fragment { text += "#" + fragment }
+        return text
+    }
+
+    /// The Host header: the host, and the port only when it is not the scheme's default (RFC 9110 §7.2).
+    public var hostHeader: String {
+        guard let port, port != (scheme == "https" ? 443 : 80) else { return host }
+        return "\(host):\(port)"
+    }
+
+    /// The name to resolve, without brackets and without a trailing dot (`a.example.` and `a.example` resolve once);
+    /// nil when the host is an address literal.
+    public var nameToResolve: String? {
+        guard !host.hasPrefix("["), IPv4Address(host) == nil else { return nil }
+        return host.hasSuffix(".") ? String(host.dropLast()) : host
+    }
+
+    /// Normalises a request.
+    /// - Parameters:
+    ///   - method: the request's method, as given.
+    ///   - url: the request's URL.
+    ///   - headers: the request's fields, names in any case.
+    ///   - hasBody: whether the request carries a body.
+    /// - Returns: nil when the scheme is not http or https: such a request is the caller's to send untouched.
+    /// - Throws: ``CanonicalRequestError`` for a URL that cannot be sent: not absolute, a control character or space,
+    ///   a bad port, host or percent-escape, or (in `standard` mode) an empty host.
+    public static func normalize(
+        method: String,
+        url: String,
+        headers: [Header] = [],
+        hasBody: Bool = false,
+        configuration: Configuration = Configuration()
+    ) throws(CanonicalRequestError) -> CanonicalRequest? {
+        let bytes = Array(url.utf8)
+        if let bad = bytes.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) {
+            throw CanonicalRequestError(url: url, reason: "a space or control character at byte \(bad)")
+        }
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isScheme(bytes[..<colon]) else {
+            throw CanonicalRequestError(url: url, reason: "not an absolute URL: no scheme")
+        }
+        let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
+        guard scheme == "http" || scheme == "https" else { return nil }
+        let standard = configuration.mode == .standard
+
+        // Reference step 2: `http:host` and `http:/host` are read as `http://host`.
+        var rest = bytes[(colon + 1)...]
+        if rest.starts(with: Array("//".utf8)) {
+            rest = rest.dropFirst(2)
+        } else if rest.first == UInt8(ascii: "/") {
+            rest = rest.dropFirst()
+        }
+        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        let afterAuthority = rest[authorityEnd...]
+        let fragmentStart = afterAuthority.firstIndex(of: UInt8(ascii: "#"))
+        let beforeFragment = afterAuthority[..<(fragmentStart ?? afterAuthority.endIndex)]
+        let queryStart = beforeFragment.firstIndex(of: UInt8(ascii: "?"))
+        let rawPath = beforeFragment[..<(queryStart ?? beforeFragment.endIndex)]
+        let rawQuery = queryStart.map { beforeFragment[($0 + 1)...] }
+        let rawFragment = fragmentStart.map { afterAuthority[($0 + 1)...] }
+
+        var userInfo: String?
+        var hostPort = authority
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
+            userInfo = try component(authority[..<at], in: url, standard: standard, what: "user information")
+            hostPort = authority[(at + 1)...]
+        }
+        var (host, port) = try hostAndPort(hostPort, in: url, standard: standard)
+        if host.isEmpty {
+            guard !standard else {
+                throw CanonicalRequestError(url: url, reason: "the host is empty (RFC 9110 §4.2.1: an http URI needs one)")
+            }
+            host = "localhost"
+        }
+
+        var path = try component(rawPath, in: url, standard: standard, what: "path")
+        if standard { path = removeDotSegments(path) }
+        if path.isEmpty { path = "/" }
+        var query: String?
+        if let rawQuery { query = try component(rawQuery, in: url, standard: standard, what: "query") }
+        var fragment: String?
+        if let rawFragment, !standard { fragment = try component(rawFragment, in: url, standard: false, what: "fragment") }
+
+        if let port, !(0...65535).contains(port) {
+            throw CanonicalRequestError(url: url, reason: "port \(port) is out of range")
+        }
+        return CanonicalRequest(
+            method: method,
+            scheme: scheme,
+            userInfo: userInfo,
+            host: host,
+            port: port,
+            path: path,
+            query: query,
+            fragment: fragment,
+            headers: withDefaults(headers, method: method, hasBody: hasBody, configuration: configuration)
+        )
+    }
+
+    /// The request's fields with the reference's defaults added where the field is absent, never overwriting.
+    static func withDefaults(_ headers: [Header], method: String, hasBody: Bool, configuration: Configuration) -> [Header] {
+        var headers = headers
+        func addIfAbsent(_ name: String, _ value: String?) {
+            guard let value, !value.isEmpty, !headers.contains(where: { $0.name.lowercased() == name.lowercased() }) else { return }
+            headers.append(Header(name, value))
+        }
+        addIfAbsent("Accept", "*/*")
+        addIfAbsent("Accept-Encoding", configuration.decodedEncodings.joined(separator: ", "))
+        addIfAbsent("Accept-Language", configuration.acceptLanguage)
+        if method.uppercased() == "POST", hasBody {
+            addIfAbsent("Content-Type", "application/x-www-form-urlencoded")
+        }
+        return headers
+    }
+
+    /// ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1).
+    private static func isScheme(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard let first = bytes.first, isAlpha(first) else { return false }
+        return bytes.allSatisfy { isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+    }
+
+    private static func hostAndPort(_ bytes: ArraySlice<UInt8>, in url: String, standard: Bool) throws(CanonicalRequestError) -> (String, Int?) {
+        var hostBytes = bytes
+        var portBytes: ArraySlice<UInt8>?
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else {
+                throw CanonicalRequestError(url: url, reason: "an IPv6 literal without its closing ']'")
+            }
+            hostBytes = bytes[...close]
+            let after = bytes[(close + 1)...]
+            if !after.isEmpty {
+                guard after.first == UInt8(ascii: ":") else { throw CanonicalRequestError(url: url, reason: "text after the IPv6 literal") }
+                portBytes = after.dropFirst()
+            }
+        } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
+            hostBytes = bytes[..<colon]
+            portBytes = bytes[(colon + 1)...]
+        }
+        var port: Int?
+        if let portBytes, !portBytes.isEmpty {
+            guard portBytes.count <= 5, portBytes.allSatisfy(isDigit), let number = Int(String(decoding: portBytes, as: UTF8.self)) else {
+                throw CanonicalRequestError(url: url, reason: "'\(String(decoding: portBytes, as: UTF8.self))' is not a port number")
+            }
+            port = number
+        }
+        // ASCII only: a byte above 0x7F is refused below, so `lowercased()` changes ASCII letters alone.
+        let host = String(decoding: hostBytes, as: UTF8.self).lowercased()
+        if host.hasPrefix("[") {
+            let literal = String(host.dropFirst().dropLast())
+            guard let address = IPv6Address(literal) else {
+                throw CanonicalRequestError(url: url, reason: "'\(literal)' is not an IPv6 address")
+            }
+            return (standard ? "[\(address)]" : host, port)
+        }
+        guard hostBytes.allSatisfy({ isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }) else {
+            throw CanonicalRequestError(url: url, reason: "the host '\(host)' holds a character a host name cannot (internationalised names in their xn-- form)")
+        }
+        let name = host.hasSuffix(".") ? host.dropLast() : Substring(host)
+        guard name.utf8.count <= 253 else { throw CanonicalRequestError(url: url, reason: "the host is longer than 253 bytes") }
+        if !name.isEmpty, name.split(separator: ".", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0.utf8.count > 63 }) {
+            throw CanonicalRequestError(url: url, reason: "the host '\(host)' has an empty label or one longer than 63 bytes")
+        }
+        return (host, port)
+    }
+
+    /// A path, query, fragment or user information, checked, and in `standard` mode with its percent-escapes
+    /// normalised: hex digits in capitals, escapes of unreserved characters decoded (RFC 3986 §6.2.2.1–2).
+    private static func component(_ bytes: ArraySlice<UInt8>, in url: String, standard: Bool, what: String) throws(CanonicalRequestError) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            guard byte < 0x80 else {
+                throw CanonicalRequestError(url: url, reason: "a byte that is not ASCII in the \(what): percent-encode it")
+            }
+            guard byte == UInt8(ascii: "%") else {
+                output.append(byte)
+                index += 1
+                continue
+            }
+            guard bytes.distance(from: index, to: bytes.endIndex) >= 3, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+            else {
+                throw CanonicalRequestError(url: url, reason: "a '%' in the \(what) that is not followed by two hex digits")
+            }
+            let decoded = high << 4 | low
+            if !standard {
+                output += bytes[index...(index + 2)]
+            } else if isUnreserved(decoded) {
+                output.append(decoded)
+            } else {
+                output += [UInt8(ascii: "%"), hexDigit(high), hexDigit(low)]
+            }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// RFC 3986 §5.2.4.
+    static func removeDotSegments(_ path: String) -> String {
+        var input = Substring(path)
+        var output: [Substring] = []
+        while !input.isEmpty {
+            if input.hasPrefix("../") {
+                input = input.dropFirst(3)
+            } else if input.hasPrefix("./") {
+                input = input.dropFirst(2)
+            } else if input.hasPrefix("/./") {
+                input = input.dropFirst(2)
+            } else if input == "/." {
+                input = "/"
+            } else if input.hasPrefix("/../") {
+                input = input.dropFirst(3)
+                if !output.isEmpty { output.removeLast() }
+            } else if input == "/.." {
+                input = "/"
+                if !output.isEmpty { output.removeLast() }
+            } else if input == "." || input == ".." {
+                input = ""
+            } else {
+                let start = input.first == "/" ? input.index(after: input.startIndex) : input.startIndex
+                let end = input[start...].firstIndex(of: "/") ?? input.endIndex
+                output.append(input[..<end])
+                input = input[end...]
+            }
+        }
+        return output.joined()
+    }
+
+    private static func isAlpha(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+    private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        isAlpha(byte) || isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+    }
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+    private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x41 + value - 10 }
+}
+
+/// A URL the interceptor cannot send, and why.
+public struct CanonicalRequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let url: String
+    public let reason: String
+
+    public var description: String { "cannot send '\(url)': \(reason)" }
+}
