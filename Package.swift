@@ -141,6 +141,7 @@ let package = Package(
             name: "httpdns",
             dependencies: [
                 "HTTPDNSCore",
+                "HTTPDNSInterceptor",
                 "HTTPDNSCAres",
                 "HTTPDNSServer",
                 "HTTPDNSSettings",

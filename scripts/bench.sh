@@ -6,6 +6,7 @@ scripts/install-deps.sh --bench
 swift build -c release --product httpdns >/dev/null
 .build/release/httpdns bench cache
 .build/release/httpdns bench memory
+.build/release/httpdns bench canonical
 scripts/bench-cold.sh 50000 64
 scripts/bench-serve.sh 10 64
 scripts/bench-client.sh 2000 64 1000

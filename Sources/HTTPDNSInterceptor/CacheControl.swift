@@ -27,8 +27,7 @@ public struct CacheControl: Sendable, Hashable {
 
     /// Whether a directive named `name` (any case) is present.
     public func contains(_ name: String) -> Bool {
-        let name = name.lowercased()
-        return directives.contains { $0.name == name }
+        directives.contains { equalIgnoringASCIICase($0.name, name) }
     }
 
     /// The argument of the first directive named `name`, as delta-seconds (RFC 9111 §1.2.2): a number of at most
@@ -94,7 +93,8 @@ public struct CacheControl: Sendable, Hashable {
                 }
                 skipWhitespace()
             }
-            directives.append(Directive(name: String(decoding: name, as: UTF8.self).lowercased(), argument: argument))
+            let lowered = name.contains(where: { (0x41...0x5A).contains($0) }) ? name.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 } : name
+            directives.append(Directive(name: String(decoding: lowered, as: UTF8.self), argument: argument))
             guard index < bytes.count else { return }
             guard bytes[index] == 0x2C else { throw CacheControlError(offset: index, reason: "expected ',' between directives") }
             index += 1

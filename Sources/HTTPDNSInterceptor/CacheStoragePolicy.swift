@@ -99,7 +99,9 @@ public enum CacheStoragePolicy: String, Sendable, Hashable, CaseIterable {
 
     /// Every value of the field `name` (any case), in order.
     static func values(_ headers: [(name: String, value: String)], _ name: String) -> [String] {
-        headers.filter { $0.name.lowercased() == name }.map(\.value)
+        var values: [String] = []
+        for header in headers where equalIgnoringASCIICase(header.name, name) { values.append(header.value) }
+        return values
     }
 
     /// The values of the field `name`, joined with ", " as the URL loader joins a repeated field.

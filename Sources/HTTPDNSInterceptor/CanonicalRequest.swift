@@ -53,7 +53,10 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     /// The canonical URL.
     public var url: String {
-        var text = scheme + "://"
+        var text = ""
+        text.reserveCapacity(scheme.utf8.count + host.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + (userInfo?.utf8.count ?? 0) + 16)
+        text += scheme
+        text += "://"
         if let userInfo { text += userInfo + "@" }
         text += host
         if let port { text += ":\(port)" }
@@ -99,8 +102,12 @@ public struct CanonicalRequest: Sendable, Hashable {
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isScheme(bytes[..<colon]) else {
             throw CanonicalRequestError(url: url, reason: "not an absolute URL: no scheme")
         }
-        let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
-        guard scheme == "http" || scheme == "https" else { return nil }
+        let scheme: String
+        switch colon {
+        case 4 where equalIgnoringASCIICase(bytes[..<colon], "http"): scheme = "http"
+        case 5 where equalIgnoringASCIICase(bytes[..<colon], "https"): scheme = "https"
+        default: return nil
+        }
         let standard = configuration.mode == .standard
 
         // Reference step 2: `http:host` and `http:/host` are read as `http://host`.
@@ -162,13 +169,13 @@ public struct CanonicalRequest: Sendable, Hashable {
     static func withDefaults(_ headers: [Header], method: String, hasBody: Bool, configuration: Configuration) -> [Header] {
         var headers = headers
         func addIfAbsent(_ name: String, _ value: String?) {
-            guard let value, !value.isEmpty, !headers.contains(where: { $0.name.lowercased() == name.lowercased() }) else { return }
+            guard let value, !value.isEmpty, !headers.contains(where: { equalIgnoringASCIICase($0.name, name) }) else { return }
             headers.append(Header(name, value))
         }
         addIfAbsent("Accept", "*/*")
         addIfAbsent("Accept-Encoding", configuration.decodedEncodings.joined(separator: ", "))
         addIfAbsent("Accept-Language", configuration.acceptLanguage)
-        if method.uppercased() == "POST", hasBody {
+        if hasBody, equalIgnoringASCIICase(method, "POST") {
             addIfAbsent("Content-Type", "application/x-www-form-urlencoded")
         }
         return headers
@@ -204,8 +211,11 @@ public struct CanonicalRequest: Sendable, Hashable {
             }
             port = number
         }
-        // ASCII only: a byte above 0x7F is refused below, so `lowercased()` changes ASCII letters alone.
-        let host = String(decoding: hostBytes, as: UTF8.self).lowercased()
+        // ASCII only: a byte above 0x7F is refused below, so lowercasing changes ASCII letters alone.
+        let host =
+            hostBytes.contains(where: { (0x41...0x5A).contains($0) })
+            ? String(decoding: hostBytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+            : String(decoding: hostBytes, as: UTF8.self)
         if host.hasPrefix("[") {
             let literal = String(host.dropFirst().dropLast())
             guard let address = IPv6Address(literal) else {
@@ -216,10 +226,24 @@ public struct CanonicalRequest: Sendable, Hashable {
         guard hostBytes.allSatisfy({ isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }) else {
             throw CanonicalRequestError(url: url, reason: "the host '\(host)' holds a character a host name cannot (internationalised names in their xn-- form)")
         }
-        let name = host.hasSuffix(".") ? host.dropLast() : Substring(host)
-        guard name.utf8.count <= 253 else { throw CanonicalRequestError(url: url, reason: "the host is longer than 253 bytes") }
-        if !name.isEmpty, name.split(separator: ".", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0.utf8.count > 63 }) {
-            throw CanonicalRequestError(url: url, reason: "the host '\(host)' has an empty label or one longer than 63 bytes")
+        let name = hostBytes.last == UInt8(ascii: ".") ? hostBytes.dropLast() : hostBytes
+        guard name.count <= 253 else { throw CanonicalRequestError(url: url, reason: "the host is longer than 253 bytes") }
+        if !name.isEmpty {
+            // Labels of 1 to 63 bytes.
+            var label = 0
+            var valid = true
+            for byte in name {
+                if byte == UInt8(ascii: ".") {
+                    if label == 0 { valid = false }
+                    label = 0
+                } else {
+                    label += 1
+                    if label > 63 { valid = false }
+                }
+            }
+            guard valid, label > 0 else {
+                throw CanonicalRequestError(url: url, reason: "the host '\(host)' has an empty label or one longer than 63 bytes")
+            }
         }
         return (host, port)
     }
@@ -227,6 +251,8 @@ public struct CanonicalRequest: Sendable, Hashable {
     /// A path, query, fragment or user information, checked, and in `standard` mode with its percent-escapes
     /// normalised: hex digits in capitals, escapes of unreserved characters decoded (RFC 3986 §6.2.2.1–2).
     private static func component(_ bytes: ArraySlice<UInt8>, in url: String, standard: Bool, what: String) throws(CanonicalRequestError) -> String {
+        // Most components have no escape and are ASCII: then they are taken as they are.
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -259,33 +285,56 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     /// RFC 3986 §5.2.4.
     static func removeDotSegments(_ path: String) -> String {
-        var input = Substring(path)
-        var output: [Substring] = []
-        while !input.isEmpty {
-            if input.hasPrefix("../") {
-                input = input.dropFirst(3)
-            } else if input.hasPrefix("./") {
-                input = input.dropFirst(2)
-            } else if input.hasPrefix("/./") {
-                input = input.dropFirst(2)
-            } else if input == "/." {
-                input = "/"
-            } else if input.hasPrefix("/../") {
-                input = input.dropFirst(3)
-                if !output.isEmpty { output.removeLast() }
-            } else if input == "/.." {
-                input = "/"
-                if !output.isEmpty { output.removeLast() }
-            } else if input == "." || input == ".." {
-                input = ""
+        // No segment is "." or ".." unless a "." follows a "/" or starts the path.
+        var previous = UInt8(ascii: "/")
+        var dotAfterSlash = false
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "."), previous == UInt8(ascii: "/") {
+                dotAfterSlash = true
+                break
+            }
+            previous = byte
+        }
+        if !dotAfterSlash { return path }
+        // Segment by segment over the bytes: each segment of the input is "/" and what follows up to the next "/".
+        let input = Array(path.utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(input.count)
+        var segmentStarts: [Int] = []
+        var index = 0
+        func isDot(_ at: Int) -> Bool { at < input.count && input[at] == UInt8(ascii: ".") }
+        func endsSegment(_ at: Int) -> Bool { at == input.count || input[at] == UInt8(ascii: "/") }
+        // A relative path's leading "./" and "../" (rule A).
+        while true {
+            if isDot(index), endsSegment(index + 1) {
+                index = min(index + 2, input.count)
+            } else if isDot(index), isDot(index + 1), endsSegment(index + 2) {
+                index = min(index + 3, input.count)
             } else {
-                let start = input.first == "/" ? input.index(after: input.startIndex) : input.startIndex
-                let end = input[start...].firstIndex(of: "/") ?? input.endIndex
-                output.append(input[..<end])
-                input = input[end...]
+                break
             }
         }
-        return output.joined()
+        while index < input.count {
+            let slash = input[index] == UInt8(ascii: "/")
+            let body = slash ? index + 1 : index
+            if slash, isDot(body), endsSegment(body + 1) {
+                // "/." or "/./": the segment goes, the slash stays for what follows (rule B).
+                index = body + 1
+                if index == input.count { output.append(UInt8(ascii: "/")) }
+            } else if slash, isDot(body), isDot(body + 1), endsSegment(body + 2) {
+                // "/.." or "/../": the last output segment goes too (rule C).
+                if let start = segmentStarts.popLast() { output.removeSubrange(start...) }
+                index = body + 2
+                if index == input.count { output.append(UInt8(ascii: "/")) }
+            } else {
+                var end = body
+                while end < input.count, input[end] != UInt8(ascii: "/") { end += 1 }
+                segmentStarts.append(output.count)
+                output += input[index..<end]
+                index = end
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     private static func isAlpha(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
@@ -302,6 +351,23 @@ public struct CanonicalRequest: Sendable, Hashable {
         }
     }
     private static func hexDigit(_ value: UInt8) -> UInt8 { value < 10 ? 0x30 + value : 0x41 + value - 10 }
+}
+
+/// Whether `a` and `b` are equal, ASCII letters compared without case (HTTP field names and methods).
+func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+    equalIgnoringASCIICase(a.utf8, b)
+}
+
+func equalIgnoringASCIICase(_ a: some Collection<UInt8>, _ b: String) -> Bool {
+    let other = b.utf8
+    guard a.count == other.count else { return false }
+    var index = other.startIndex
+    for x in a {
+        let y = other[index]
+        if x != y, !(x | 0x20 == y | 0x20 && (0x61...0x7A).contains(x | 0x20)) { return false }
+        index = other.index(after: index)
+    }
+    return true
 }
 
 /// A URL the interceptor cannot send, and why.
