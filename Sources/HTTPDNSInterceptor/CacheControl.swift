@@ -37,8 +37,9 @@ public struct CacheControl: Sendable, Hashable {
         guard let argument = directives.first(where: { $0.name == name })?.argument, !argument.isEmpty,
             argument.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else { return nil }
-        guard argument.utf8.count <= 10, let seconds = Int(argument) else { return 1 << 31 }
-        return min(seconds, 1 << 31)
+        let digits = argument.drop { $0 == "0" }
+        guard digits.utf8.count <= 10, let seconds = Int64(digits.isEmpty ? "0" : String(digits)) else { return 1 << 31 }
+        return Int(min(seconds, 1 << 31))
     }
 
     private static func parse(_ bytes: [UInt8], into directives: inout [Directive]) throws(CacheControlError) {
@@ -74,9 +75,13 @@ public struct CacheControl: Sendable, Hashable {
                             closed = true
                             break
                         }
-                        if byte == 0x5C {  // quoted-pair
+                        if byte == 0x5C {  // quoted-pair: HTAB, SP, VCHAR or obs-text
                             guard index < bytes.count else { break }
-                            value.append(bytes[index])
+                            let escaped = bytes[index]
+                            guard !(escaped < 0x20 && escaped != 0x09 || escaped == 0x7F) else {
+                                throw CacheControlError(offset: index, reason: "a control character in a quoted string")
+                            }
+                            value.append(escaped)
                             index += 1
                         } else if byte < 0x20 && byte != 0x09 || byte == 0x7F {
                             throw CacheControlError(offset: index - 1, reason: "a control character in a quoted string")

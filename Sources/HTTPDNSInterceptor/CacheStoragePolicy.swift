@@ -90,9 +90,11 @@ public enum CacheStoragePolicy: String, Sendable, Hashable, CaseIterable {
                 return .notAllowed
             }
         }
+        // RFC 9111 §3: explicit freshness, `public`, or — for a cache that is not shared — `private`.
         let explicit =
             response.contains("max-age") || (configuration.sharedCache && response.contains("s-maxage"))
             || !values(responseHeaders, "expires").isEmpty || response.contains("public")
+            || (!configuration.sharedCache && response.contains("private"))
         guard explicit || heuristicallyCacheable.contains(status) else { return .notAllowed }
         return secure && !configuration.httpsOnDisk ? .allowedInMemoryOnly : .allowed
     }

@@ -16,14 +16,16 @@ public struct CanonicalRequest: Sendable, Hashable {
         /// The content codings the transport decodes for the caller, offered in `Accept-Encoding`; none, none
         /// offered. Never an encoding the caller would receive undecoded.
         public var decodedEncodings: [String] = []
-        /// `Accept-Language` to add when the request has none. Default: `en-us` in `apple` mode (the reference's),
-        /// none in `standard` mode.
+        /// `Accept-Language` to add when the request has none. Nil (the default): `en-us` in `apple` mode (the
+        /// reference's), none in `standard` mode.
         public var acceptLanguage: String?
 
         public init(mode: Mode = .standard) {
             self.mode = mode
-            acceptLanguage = mode == .apple ? "en-us" : nil
         }
+
+        /// The `Accept-Language` added to a request that has none.
+        var defaultLanguage: String? { acceptLanguage ?? (mode == .apple ? "en-us" : nil) }
     }
 
     public struct Header: Sendable, Hashable {
@@ -75,8 +77,9 @@ public struct CanonicalRequest: Sendable, Hashable {
     /// The name to resolve, without brackets and without a trailing dot (`a.example.` and `a.example` resolve once);
     /// nil when the host is an address literal.
     public var nameToResolve: String? {
-        guard !host.hasPrefix("["), IPv4Address(host) == nil else { return nil }
-        return host.hasSuffix(".") ? String(host.dropLast()) : host
+        let name = host.hasSuffix(".") ? String(host.dropLast()) : host
+        guard !host.hasPrefix("["), IPv4Address(name) == nil else { return nil }
+        return name
     }
 
     /// Normalises a request.
@@ -96,9 +99,6 @@ public struct CanonicalRequest: Sendable, Hashable {
         configuration: Configuration = Configuration()
     ) throws(CanonicalRequestError) -> CanonicalRequest? {
         let bytes = Array(url.utf8)
-        if let bad = bytes.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) {
-            throw CanonicalRequestError(url: url, reason: "a space or control character at byte \(bad)")
-        }
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isScheme(bytes[..<colon]) else {
             throw CanonicalRequestError(url: url, reason: "not an absolute URL: no scheme")
         }
@@ -106,7 +106,10 @@ public struct CanonicalRequest: Sendable, Hashable {
         switch colon {
         case 4 where equalIgnoringASCIICase(bytes[..<colon], "http"): scheme = "http"
         case 5 where equalIgnoringASCIICase(bytes[..<colon], "https"): scheme = "https"
-        default: return nil
+        default: return nil  // Not ours, whatever else it holds.
+        }
+        if let bad = bytes.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) {
+            throw CanonicalRequestError(url: url, reason: "a space or control character at byte \(bad)")
         }
         let standard = configuration.mode == .standard
 
@@ -149,8 +152,8 @@ public struct CanonicalRequest: Sendable, Hashable {
         var fragment: String?
         if let rawFragment, !standard { fragment = try component(rawFragment, in: url, standard: false, what: "fragment") }
 
-        if let port, !(0...65535).contains(port) {
-            throw CanonicalRequestError(url: url, reason: "port \(port) is out of range")
+        if let port, !(1...65535).contains(port) {
+            throw CanonicalRequestError(url: url, reason: "port \(port) is out of range (1 to 65535)")
         }
         return CanonicalRequest(
             method: method,
@@ -174,7 +177,7 @@ public struct CanonicalRequest: Sendable, Hashable {
         }
         addIfAbsent("Accept", "*/*")
         addIfAbsent("Accept-Encoding", configuration.decodedEncodings.joined(separator: ", "))
-        addIfAbsent("Accept-Language", configuration.acceptLanguage)
+        addIfAbsent("Accept-Language", configuration.defaultLanguage)
         if hasBody, equalIgnoringASCIICase(method, "POST") {
             addIfAbsent("Content-Type", "application/x-www-form-urlencoded")
         }
@@ -206,10 +209,17 @@ public struct CanonicalRequest: Sendable, Hashable {
         }
         var port: Int?
         if let portBytes, !portBytes.isEmpty {
-            guard portBytes.count <= 5, portBytes.allSatisfy(isDigit), let number = Int(String(decoding: portBytes, as: UTF8.self)) else {
+            let digits = portBytes.drop { $0 == UInt8(ascii: "0") }
+            guard portBytes.allSatisfy(isDigit), digits.count <= 5 else {
                 throw CanonicalRequestError(url: url, reason: "'\(String(decoding: portBytes, as: UTF8.self))' is not a port number")
             }
-            port = number
+            guard standard || digits.count == portBytes.count else {
+                // The reference edits the URL's bytes and keeps a port as written: leading zeros cannot be kept here.
+                throw CanonicalRequestError(url: url, reason: "the port '\(String(decoding: portBytes, as: UTF8.self))' has leading zeros")
+            }
+            port = Int(String(decoding: digits, as: UTF8.self)) ?? 0
+        } else if portBytes != nil, !standard {
+            throw CanonicalRequestError(url: url, reason: "an empty port (the reference keeps the ':', which this form cannot)")
         }
         // ASCII only: a byte above 0x7F is refused below, so lowercasing changes ASCII letters alone.
         let host =
@@ -221,13 +231,16 @@ public struct CanonicalRequest: Sendable, Hashable {
             guard let address = IPv6Address(literal) else {
                 throw CanonicalRequestError(url: url, reason: "'\(literal)' is not an IPv6 address")
             }
-            return (standard ? "[\(address)]" : host, port)
+            return (standard ? "[\(rfc5952(address))]" : host, port)
         }
         guard hostBytes.allSatisfy({ isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }) else {
             throw CanonicalRequestError(url: url, reason: "the host '\(host)' holds a character a host name cannot (internationalised names in their xn-- form)")
         }
         let name = hostBytes.last == UInt8(ascii: ".") ? hostBytes.dropLast() : hostBytes
         guard name.count <= 253 else { throw CanonicalRequestError(url: url, reason: "the host is longer than 253 bytes") }
+        if name.isEmpty, !hostBytes.isEmpty {
+            throw CanonicalRequestError(url: url, reason: "the host '\(host)' has an empty label")
+        }
         if !name.isEmpty {
             // Labels of 1 to 63 bytes.
             var label = 0
@@ -246,6 +259,38 @@ public struct CanonicalRequest: Sendable, Hashable {
             }
         }
         return (host, port)
+    }
+
+    /// RFC 5952 §4: lowercase, no leading zeros, the longest run of two or more zero groups (the first of equal ones)
+    /// as "::", and dotted IPv4 only for an IPv4-mapped address (§5).
+    static func rfc5952(_ address: IPv6Address) -> String {
+        let groups = (0..<8).map { index -> UInt16 in
+            let word = index < 4 ? address.high : address.low
+            return UInt16(truncatingIfNeeded: word >> (48 - 16 * UInt64(index % 4)))
+        }
+        if groups[0..<5].allSatisfy({ $0 == 0 }), groups[5] == 0xFFFF {
+            let v4 = address.low & 0xFFFF_FFFF
+            return "::ffff:\(v4 >> 24).\(v4 >> 16 & 0xFF).\(v4 >> 8 & 0xFF).\(v4 & 0xFF)"
+        }
+        var bestStart = -1
+        var bestLength = 1
+        var index = 0
+        while index < 8 {
+            guard groups[index] == 0 else {
+                index += 1
+                continue
+            }
+            var end = index
+            while end < 8, groups[end] == 0 { end += 1 }
+            if end - index > bestLength {
+                bestStart = index
+                bestLength = end - index
+            }
+            index = end
+        }
+        func hex(_ range: Range<Int>) -> String { groups[range].map { String($0, radix: 16) }.joined(separator: ":") }
+        guard bestStart >= 0 else { return hex(0..<8) }
+        return hex(0..<bestStart) + "::" + hex((bestStart + bestLength)..<8)
     }
 
     /// A path, query, fragment or user information, checked, and in `standard` mode with its percent-escapes

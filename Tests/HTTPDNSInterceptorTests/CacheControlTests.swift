@@ -45,6 +45,8 @@ import Testing
         Bad(line: "max-age=6 0", offset: 10, reason: "expected ',' between directives"),
         Bad(line: "nö-store", offset: 1, reason: "expected ',' between directives"),
         Bad(line: "private=\"x\"y", offset: 11, reason: "expected ',' between directives"),
+        Bad(line: "private=\"a\\", offset: 11, reason: "a quoted string that does not end"),
+        Bad(line: "private=\"a\\\u{1}\"", offset: 11, reason: "a control character in a quoted string"),
     ]
 
     @Test(arguments: invalid)
@@ -60,5 +62,9 @@ import Testing
         #expect(field.deltaSeconds("max-age") == 120)
         #expect(field.deltaSeconds("s-maxage") == 1 << 31, "larger than 2^31 is taken as 2^31")
         #expect(field.deltaSeconds("stale") == nil && field.deltaSeconds("private") == nil && field.deltaSeconds("public") == nil)
+        let edges = try CacheControl(parsing: "a=2147483648, b=2147483647, c=000000000060, d=9999999999, e=0")
+        #expect(edges.deltaSeconds("a") == 1 << 31 && edges.deltaSeconds("b") == 2_147_483_647)
+        #expect(edges.deltaSeconds("c") == 60, "leading zeros")
+        #expect(edges.deltaSeconds("d") == 1 << 31 && edges.deltaSeconds("e") == 0)
     }
 }

@@ -50,6 +50,19 @@ import Testing
         Vector(mode: .standard, url: "http://A.Example./x", canonical: "http://a.example./x"),
         Vector(mode: .standard, url: "http://us%65r@a.example/", canonical: "http://user@a.example/"),
         Vector(mode: .standard, url: "http://a.example:/x", canonical: "http://a.example/x"),
+        Vector(mode: .standard, url: "http://[::1:2]/", canonical: "http://[::1:2]/"),
+        Vector(mode: .standard, url: "http://[::FFFF:192.0.2.1]/", canonical: "http://[::ffff:192.0.2.1]/"),
+        Vector(mode: .standard, url: "http://[2001:db8:0:1:0:0:0:1]/", canonical: "http://[2001:db8:0:1::1]/"),
+        Vector(mode: .standard, url: "http://[2001:0:0:1:0:0:0:1]/", canonical: "http://[2001:0:0:1::1]/"),
+        Vector(mode: .standard, url: "http://[2001:db8:1:1:1:1:1:1]/", canonical: "http://[2001:db8:1:1:1:1:1:1]/"),
+        Vector(mode: .standard, url: "http://a.example:0080/", canonical: "http://a.example:80/"),
+        Vector(mode: .standard, url: "http://a.example/.", canonical: "http://a.example/"),
+        Vector(mode: .standard, url: "http://a.example/a/..", canonical: "http://a.example/"),
+        Vector(mode: .standard, url: "http://a.example//x/./", canonical: "http://a.example//x/"),
+        Vector(mode: .standard, url: "http:a.example:8080", canonical: "http://a.example:8080/"),
+        Vector(mode: .standard, url: "http://a.example/?", canonical: "http://a.example/?"),
+        Vector(mode: .standard, url: "http://u:p%40@a_b.example/", canonical: "http://u:p%40@a_b.example/"),
+        Vector(mode: .apple, url: "http://a.example/p?q=1#Frag", canonical: "http://a.example/p?q=1#Frag"),
     ]
 
     @Test(arguments: vectors)
@@ -71,11 +84,15 @@ import Testing
         #expect(try Self.normalize("http://a.example/", .standard).nameToResolve == "a.example")
         #expect(try Self.normalize("http://127.0.0.1/", .standard).nameToResolve == nil)
         #expect(try Self.normalize("http://[::1]/", .standard).nameToResolve == nil)
+        #expect(try Self.normalize("http://127.0.0.1./", .standard).nameToResolve == nil, "an address with a trailing dot is no name")
+        #expect(try Self.normalize("https://[::1]:443/", .standard).hostHeader == "[::1]")
+        #expect(try Self.normalize("http:///", .apple).hostHeader == "localhost")
     }
 
     @Test func otherSchemesAreNotOurs() throws {
         #expect(try CanonicalRequest.normalize(method: "GET", url: "ftp://a.example/") == nil)
         #expect(try CanonicalRequest.normalize(method: "GET", url: "file:///etc/hosts") == nil)
+        #expect(try CanonicalRequest.normalize(method: "GET", url: "ftp://a b/") == nil, "not ours, whatever else it holds")
         #expect(try CanonicalRequest.normalize(method: "GET", url: "HTTPS://a.example/")?.scheme == "https")
     }
 
@@ -122,6 +139,20 @@ import Testing
         #expect(types.map(\.value) == (test.contentType.map { [$0] } ?? []))
     }
 
+    @Test func theLanguageDefaultFollowsTheModeUnlessConfigured() throws {
+        var configuration = CanonicalRequest.Configuration()
+        configuration.mode = .apple
+        let apple = try #require(try CanonicalRequest.normalize(method: "GET", url: "http://a.example/", configuration: configuration))
+        #expect(apple.headers.contains(Header("Accept-Language", "en-us")), "apple's default, even when the mode is set later")
+        configuration.acceptLanguage = "fr"
+        let configured = try #require(try CanonicalRequest.normalize(method: "GET", url: "http://a.example/", configuration: configuration))
+        #expect(configured.headers.contains(Header("Accept-Language", "fr")))
+        let given = [Header("accept-language", "de"), Header("Accept-Encoding", "br")]
+        configuration.decodedEncodings = ["gzip"]
+        let kept = try #require(try CanonicalRequest.normalize(method: "GET", url: "http://a.example/", headers: given, configuration: configuration))
+        #expect(Array(kept.headers.dropFirst(2)) == [Header("Accept", "*/*")], "given fields are never overwritten: \(kept.headers)")
+    }
+
     @Test func aGivenFieldIsKeptAndNeverDoubled() throws {
         let given = [Header("accept", "text/html"), Header("X-Trace", "1")]
         let request = try #require(try CanonicalRequest.normalize(method: "GET", url: "http://a.example/", headers: given, configuration: .init(mode: .apple)))
@@ -160,6 +191,13 @@ import Testing
         Bad(url: "http://[2001:db8::1/", reason: "without its closing ']'"),
         Bad(url: "http://[2001:db8::g]/", reason: "is not an IPv6 address"),
         Bad(url: "http://[::1]x/", reason: "text after the IPv6 literal"),
+        Bad(url: "http://./x", reason: "an empty label"),
+        Bad(url: "http://./x", reason: "an empty label", mode: .apple),
+        Bad(url: "http://a.example:0/", reason: "port 0 is out of range"),
+        Bad(url: "http://a.example:/x", reason: "an empty port", mode: .apple),
+        Bad(url: "http://a.example:080/", reason: "has leading zeros", mode: .apple),
+        Bad(url: "http://a.example/?q=%g1", reason: "not followed by two hex digits"),
+        Bad(url: "http://us%zzer@a.example/", reason: "not followed by two hex digits"),
         Bad(url: "http://a example/", reason: "a space or control character", mode: .apple),
         Bad(url: "http://a.example:70000/", reason: "out of range", mode: .apple),
     ]
