@@ -119,9 +119,11 @@ public struct ResolveSettings: Sendable {
             throw SettingError("--dns (dns, HTTPDNS_DNS) applies to --source cares or auto; the system resolver uses /etc/resolv.conf")
         }
         let caresKeys = (cares.servers.isEmpty ? [] : [Self.dns.key]) + caresKeysSet
-        if source == .httpdns || source == .doh || source == .system, !caresKeys.isEmpty {
+        let asksCAres = source == .cares || (source == .auto && fallbacks.contains("cares"))
+        if !asksCAres, !caresKeys.isEmpty {
             let flags = Self.table.filter { caresKeys.contains($0.key) }.map { "\($0.flag ?? $0.key) (\($0.key), \($0.environmentVariable))" }
-            throw SettingError("\(flags.joined(separator: ", ")) set c-ares, which --source \(source.rawValue) does not ask")
+            let without = source == .auto ? " with --fallback \(fallbacks.joined(separator: ","))" : ""
+            throw SettingError("\(flags.joined(separator: ", ")) set c-ares, which --source \(source.rawValue)\(without) does not ask")
         }
         do {
             try cares.validate()

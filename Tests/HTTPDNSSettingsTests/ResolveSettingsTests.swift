@@ -66,5 +66,7 @@ import Testing
         #expect(await error(environment: ["HTTPDNS_TYPE": "MX"]).contains("HTTPDNS_TYPE must be A, AAAA or ANY, not 'MX'"))
         let caresForDoH = await error(environment: ["HTTPDNS_TRIES": "3"], flags: ["source": ["doh"], "servers": ["https://127.0.0.1"]])
         #expect(caresForDoH.contains("--tries (tries, HTTPDNS_TRIES) set c-ares, which --source doh does not ask"), "\(caresForDoH)")
+        let caresForSystemOnly = await error(flags: ["source": ["auto"], "servers": ["https://127.0.0.1"], "fallbacks": ["system"], "dns": ["127.0.0.1"]])
+        #expect(caresForSystemOnly.contains("--dns (dns, HTTPDNS_DNS) set c-ares, which --source auto with --fallback system does not ask"), "\(caresForSystemOnly)")
     }
 }
