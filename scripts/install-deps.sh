@@ -4,11 +4,12 @@
 #   dnsmasq-base                tests: a real DNS server the integration tests start on 127.0.0.x
 #   curl, openssl, knot-dnsutils, nghttp2-client, prometheus   tests of the service: an HTTP/2 and DoH client,
 #                               test certificates, kdig (DoH), nghttp and h2load (HTTP/2), promtool (checks /metrics)
+#   nginx-light                 tests of the interceptor: a real HTTPS origin with name-based virtual hosts
 #   unbound, dnsperf, bind9-dnsutils   benchmarks: the local resolver, the load generator, dig
-#   with --bench also: wrk, nginx-light, dnsdist   the service's benchmarks
+#   with --bench also: wrk, dnsdist   the service's benchmarks
 set -euo pipefail
-packages=(libc-ares-dev pkg-config dnsmasq-base curl openssl knot-dnsutils nghttp2-client prometheus unbound dnsperf bind9-dnsutils)
-if [ "${1:-}" = "--bench" ]; then packages+=(wrk nginx-light dnsdist); fi
+packages=(libc-ares-dev pkg-config dnsmasq-base curl openssl knot-dnsutils nghttp2-client prometheus nginx-light unbound dnsperf bind9-dnsutils)
+if [ "${1:-}" = "--bench" ]; then packages+=(wrk dnsdist); fi
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

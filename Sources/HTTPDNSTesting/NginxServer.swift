@@ -1,0 +1,102 @@
+import Foundation
+
+/// A real nginx (Debian's `nginx-light`) serving HTTPS name-based virtual hosts on a 127.0.0.x address and a high
+/// port, with a certificate made at test time. Every request is answered `200` with what the server saw:
+/// `sni=<TLS server name> host=<the Host header as sent>`, so a test can check both of what a client sent.
+///
+/// One process (`master_process off`), in the foreground, logging to stderr; stopped by ``stop()``.
+public final class NginxServer: Sendable {
+    /// The address nginx listens on, and its port.
+    public let address: String
+    public let port: Int
+    private let process: ChildProcess
+    private let directory: URL
+
+    /// Starts nginx for `names` (its `server_name`s) with `certificate` and `key` (PEM files).
+    public static func start(names: [String], certificate: String, key: String) async throws -> NginxServer {
+        var lastError: (any Error)?
+        // A random 127.0.0.x and high port; try again on the rare collision.
+        for _ in 0..<5 {
+            do {
+                return try await NginxServer(
+                    address: "127.0.0.\(Int.random(in: 2...254))",
+                    port: Int.random(in: 20_000...60_000),
+                    names: names,
+                    certificate: certificate,
+                    key: key
+                )
+            } catch let error as DNSMasqServer.StartError where error.retryable {
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
+    private init(address: String, port: Int, names: [String], certificate: String, key: String) async throws {
+        guard let executable = ChildProcess.find("nginx") else {
+            throw DNSMasqServer.StartError(
+                description: "nginx is not installed: run the install command at the top of README.md (apt-get install nginx-light)",
+                retryable: false
+            )
+        }
+        self.address = address
+        self.port = port
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.path
+        let configuration = """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            error_log stderr notice;
+            pid \(path)/nginx.pid;
+            events { worker_connections 256; }
+            http {
+                access_log off;
+                client_body_temp_path \(path)/body;
+                proxy_temp_path \(path)/proxy;
+                fastcgi_temp_path \(path)/fastcgi;
+                uwsgi_temp_path \(path)/uwsgi;
+                scgi_temp_path \(path)/scgi;
+                server {
+                    listen \(address):\(port) ssl;
+                    server_name \(names.joined(separator: " "));
+                    ssl_certificate \(certificate);
+                    ssl_certificate_key \(key);
+                    default_type text/plain;
+                    location / { return 200 "sni=$ssl_server_name host=$http_host\\n"; }
+                }
+            }
+            """
+        let file = directory.appendingPathComponent("nginx.conf")
+        try configuration.write(to: file, atomically: true, encoding: .utf8)
+        process = try ChildProcess(executable: executable, arguments: ["-c", file.path, "-e", "stderr"])
+        // nginx reports its limits once the configuration is loaded and the listening socket bound.
+        let (found, output) = await process.waitForStderr(containing: "getrlimit")
+        guard found else {
+            process.stop(signal: SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+            throw DNSMasqServer.StartError(description: "nginx did not start: \(output)", retryable: output.contains("Address already in use"))
+        }
+        process.discardStderr()
+    }
+
+    /// Stops nginx and removes its files. Once.
+    public func stop() {
+        process.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Runs `body` with an nginx serving `names` over TLS, and stops it afterwards whatever happens.
+public func withNginx<T>(names: [String], certificate: String, key: String, _ body: (NginxServer) async throws -> T) async throws -> T {
+    let server = try await NginxServer.start(names: names, certificate: certificate, key: key)
+    do {
+        let result = try await body(server)
+        server.stop()
+        return result
+    } catch {
+        server.stop()
+        throw error
+    }
+}
