@@ -15,28 +15,12 @@ public final class DNSMasqServer: Sendable {
     /// Starts dnsmasq answering for `records` (dnsmasq option lines such as `host-record=a.test,192.0.2.1,60`).
     /// Every name under `test.` that has no record is answered NXDOMAIN.
     public static func start(records: [String]) async throws -> DNSMasqServer {
-        var lastError: (any Error)?
-        // A random 127.0.0.x and high port; try again on the rare collision.
-        for _ in 0..<5 {
-            let ip = "127.0.0.\(Int.random(in: 2...254))"
-            let port = UInt16.random(in: 20_000...60_000)
-            do {
-                return try await DNSMasqServer(ip: ip, port: port, records: records)
-            } catch let error as StartError where error.retryable {
-                lastError = error
-            }
-        }
-        throw lastError!
-    }
-
-    public struct StartError: Error, CustomStringConvertible {
-        public let description: String
-        public let retryable: Bool
+        try await LoopbackPeer.start { address, port in try await DNSMasqServer(ip: address, port: UInt16(port), records: records) }
     }
 
     private init(ip: String, port: UInt16, records: [String]) async throws {
         guard let executable = ChildProcess.find("dnsmasq") else {
-            throw StartError(
+            throw PeerStartError(
                 description: "dnsmasq is not installed: run the install command at the top of README.md (apt-get install dnsmasq-base)",
                 retryable: false
             )
@@ -67,7 +51,7 @@ public final class DNSMasqServer: Sendable {
         guard started else {
             process.stop(signal: SIGKILL)
             try? FileManager.default.removeItem(at: directory)
-            throw StartError(description: "dnsmasq did not start: \(output)", retryable: output.contains("in use"))
+            throw PeerStartError(description: "dnsmasq did not start: \(output)", retryable: output.contains("in use"))
         }
         process.discardStderr()
         address = DNSServerAddress(ip: IPAddress(ip)!, port: port)
@@ -89,13 +73,5 @@ public final class DNSMasqServer: Sendable {
 
 /// Runs `body` with a dnsmasq serving `records`, and stops it afterwards whatever happens.
 public func withDNSMasq<T>(records: [String], _ body: (DNSMasqServer) async throws -> T) async throws -> T {
-    let server = try await DNSMasqServer.start(records: records)
-    do {
-        let result = try await body(server)
-        server.stop()
-        return result
-    } catch {
-        server.stop()
-        throw error
-    }
+    try await LoopbackPeer.run(try await DNSMasqServer.start(records: records), stop: { $0.stop() }, body)
 }

@@ -14,27 +14,14 @@ public final class NginxServer: Sendable {
 
     /// Starts nginx for `names` (its `server_name`s) with `certificate` and `key` (PEM files).
     public static func start(names: [String], certificate: String, key: String) async throws -> NginxServer {
-        var lastError: (any Error)?
-        // A random 127.0.0.x and high port; try again on the rare collision.
-        for _ in 0..<5 {
-            do {
-                return try await NginxServer(
-                    address: "127.0.0.\(Int.random(in: 2...254))",
-                    port: Int.random(in: 20_000...60_000),
-                    names: names,
-                    certificate: certificate,
-                    key: key
-                )
-            } catch let error as DNSMasqServer.StartError where error.retryable {
-                lastError = error
-            }
+        try await LoopbackPeer.start { address, port in
+            try await NginxServer(address: address, port: port, names: names, certificate: certificate, key: key)
         }
-        throw lastError!
     }
 
     private init(address: String, port: Int, names: [String], certificate: String, key: String) async throws {
         guard let executable = ChildProcess.find("nginx") else {
-            throw DNSMasqServer.StartError(
+            throw PeerStartError(
                 description: "nginx is not installed: run the install command at the top of README.md (apt-get install nginx-light)",
                 retryable: false
             )
@@ -76,7 +63,7 @@ public final class NginxServer: Sendable {
         guard found else {
             process.stop(signal: SIGKILL)
             try? FileManager.default.removeItem(at: directory)
-            throw DNSMasqServer.StartError(description: "nginx did not start: \(output)", retryable: output.contains("Address already in use"))
+            throw PeerStartError(description: "nginx did not start: \(output)", retryable: output.contains("Address already in use"))
         }
         process.discardStderr()
     }
@@ -90,13 +77,5 @@ public final class NginxServer: Sendable {
 
 /// Runs `body` with an nginx serving `names` over TLS, and stops it afterwards whatever happens.
 public func withNginx<T>(names: [String], certificate: String, key: String, _ body: (NginxServer) async throws -> T) async throws -> T {
-    let server = try await NginxServer.start(names: names, certificate: certificate, key: key)
-    do {
-        let result = try await body(server)
-        server.stop()
-        return result
-    } catch {
-        server.stop()
-        throw error
-    }
+    try await LoopbackPeer.run(try await NginxServer.start(names: names, certificate: certificate, key: key), stop: { $0.stop() }, body)
 }
