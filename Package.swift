@@ -112,11 +112,21 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // The interceptor: requests sent straight to resolved addresses, keeping the real name. Its pure parts first:
-        // the cache storage policy and the Cache-Control parser.
+        // The interceptor: requests sent straight to resolved addresses, keeping the real name in the Host header,
+        // SNI and the certificate check. The canonical request and the cache storage policy are pure parts of it.
         .target(
             name: "HTTPDNSInterceptor",
-            dependencies: ["HTTPDNSCore"]
+            dependencies: [
+                "HTTPDNSClient",
+                "HTTPDNSCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         // The command line's settings: one table of keys per command, read from a JSON file, the environment and
         // flags through swift-configuration, checked by the libraries they configure.
@@ -215,8 +225,11 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSIntegrationTests",
             dependencies: [
-                "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSTesting", "HTTPDNSWire",
+                "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSInterceptor", "HTTPDNSTesting", "HTTPDNSWire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),

@@ -271,14 +271,8 @@ final class ServiceClient: Sendable {
     /// the handshake, or TLS spoken to a port that does not, is the address being unreachable, not an attack.
     static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: HostName) -> ResolutionError {
         let text = "\(error)"
-        if let mismatch = error as? SPKIPinMismatch {
-            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(mismatch)")
-        }
-        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
-            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) holds neither its address nor the server name (\(text))")
-        }
-        if case .handshakeFailed = error as? NIOSSLError, text.contains("CERTIFICATE_VERIFY_FAILED") {
-            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted (\(text))")
+        if let reason = CertificateRejection.reason(error) {
+            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(reason)")
         }
         if let error = error as? HTTPClientError {
             switch error {

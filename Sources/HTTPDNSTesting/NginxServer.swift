@@ -2,13 +2,21 @@ import Foundation
 
 /// A real nginx (Debian's `nginx-light`) serving HTTPS name-based virtual hosts on a 127.0.0.x address and a high
 /// port, with a certificate made at test time. Every request is answered `200` with what the server saw:
-/// `sni=<TLS server name> host=<the Host header as sent>`, so a test can check both of what a client sent.
+/// `sni=<TLS server name> host=<the Host header as sent>`, so a test can check both of what a client sent. Beyond
+/// that:
+/// - `/redirect/STATUS/NAME/PATH` redirects with STATUS (301, 302, 303, 307, 308) to `https://NAME:port/PATH`;
+///   `/loop` redirects to itself, and `/insecure` to http;
+/// - `/echo` answers `method=METHOD body=BODY` with the request's own method and body (up to 1 MiB), and the SNI and
+///   Host in `X-Seen`;
+/// - `/large` is ``largeFileBytes`` of zeros.
 ///
 /// One process (`master_process off`), in the foreground, logging to stderr; stopped by ``stop()``.
 public final class NginxServer: Sendable {
     /// The address nginx listens on, and its port.
     public let address: String
     public let port: Int
+    /// The size of `/large`, a file of zeros.
+    public static let largeFileBytes = 50 * 1024 * 1024
     private let process: ChildProcess
     private let directory: URL
 
@@ -31,6 +39,9 @@ public final class NginxServer: Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.path
+        let redirects = [301, 302, 303, 307, 308].map { status in
+            "location ~ ^/redirect/\(status)/([^/]+)/(.*)$ { return \(status) https://$1:$server_port/$2; }"
+        }.joined(separator: " ")
         let configuration = """
             daemon off;
             master_process off;
@@ -46,15 +57,41 @@ public final class NginxServer: Sendable {
                 uwsgi_temp_path \(path)/uwsgi;
                 scgi_temp_path \(path)/scgi;
                 server {
-                    listen \(address):\(port) ssl;
+                    listen \(address):\(port) ssl http2;
                     server_name \(names.joined(separator: " "));
                     ssl_certificate \(certificate);
                     ssl_certificate_key \(key);
                     default_type text/plain;
                     location / { return 200 "sni=$ssl_server_name host=$http_host\\n"; }
+                    # /redirect/STATUS/NAME/PATH: a STATUS redirect to https://NAME:port/PATH.
+                    \(redirects)
+                    location = /loop { return 302 /loop; }
+                    location = /insecure { return 302 http://$host:$server_port/; }
+                    # The method and body as received, and the SNI and Host: the body is read by the proxy module
+                    # and put into the sink's answer in place of its marker.
+                    location = /echo {
+                        client_body_buffer_size 1m;
+                        client_body_in_single_buffer on;
+                        proxy_pass http://unix:\(path)/sink.sock:/;
+                        sub_filter_types *;
+                        sub_filter '%%' '$request_body';
+                        sub_filter_once on;
+                        proxy_set_header Accept-Encoding "";
+                        add_header X-Seen "sni=$ssl_server_name host=$http_host" always;
+                    }
+                    # A file of \(Self.largeFileBytes) bytes, streamed.
+                    location = /large { alias \(path)/large; }
+                }
+                server {
+                    listen unix:\(path)/sink.sock;
+                    location / { return 200 "method=$request_method body=%%"; }
                 }
             }
             """
+        // Sparse: a large body without writing it to disk.
+        guard FileManager.default.createFile(atPath: "\(path)/large", contents: nil),
+            truncate("\(path)/large", off_t(Self.largeFileBytes)) == 0
+        else { throw PeerStartError(description: "cannot make \(path)/large: \(String(cString: strerror(errno)))", retryable: false) }
         let file = directory.appendingPathComponent("nginx.conf")
         try configuration.write(to: file, atomically: true, encoding: .utf8)
         process = try ChildProcess(executable: executable, arguments: ["-c", file.path, "-e", "stderr"])

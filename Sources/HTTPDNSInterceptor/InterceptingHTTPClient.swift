@@ -1,0 +1,427 @@
+import AsyncHTTPClient
+import HTTPDNSClient
+import HTTPDNSCore
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// An HTTP client that sends each request straight to an address its ``HostResolver`` gives for the host, while the
+/// Host header, TLS SNI and the certificate check keep the original name: the Linux counterpart of an iOS
+/// NSURLProtocol that rewrites hosts to IPs, done without breaking HTTPS.
+///
+/// Use it as you would AsyncHTTPClient's `HTTPClient`: execute an `HTTPClientRequest`, get an `HTTPClientResponse`,
+/// here with its ``CacheStoragePolicy`` and where it was sent.
+///
+/// For each request (and each redirect hop):
+/// 1. **Take it or pass it.** A request to an address literal, to an excluded host, or marked as already handled is
+///    passed: sent as given through a plain client.
+/// 2. **Canonicalise** it (``CanonicalRequest``), **resolve** its host through the resolver, and **send** it to the
+///    answer's addresses in the configured order. When connecting to one fails before the request was sent, the next
+///    is tried (`httpdns_connect_failovers_total`); a certificate that is not valid for the host fails the request at
+///    once.
+/// 3. **Redirects** go through all of this again (``Redirect``), up to `maxRedirects`.
+/// 4. The response streams to the caller; the body is not buffered.
+///
+/// Every request ends in `httpdns_interceptor_requests_total{outcome}`: `ok`, `passed`, or an
+/// ``InterceptorError/Code``.
+public final class InterceptingHTTPClient: Sendable {
+    public struct Configuration: Sendable {
+        /// Which family's addresses are tried first.
+        public enum AddressOrder: String, Sendable, Hashable {
+            case ipv4First
+            case ipv6First
+        }
+
+        /// How requests are canonicalised.
+        public var canonical = CanonicalRequest.Configuration()
+        /// How each response's cache storage policy is decided.
+        public var storagePolicy = CacheStoragePolicy.Configuration()
+        /// Hosts never intercepted: their requests are sent as given, resolved by the system.
+        public var excludedHosts = HostPatterns()
+        /// The families resolved. Default both.
+        public var families = AddressFamilies.all
+        /// Default IPv4 first: a backend's network more often lacks IPv6 than has it.
+        public var addressOrder = AddressOrder.ipv4First
+        /// Redirects followed per request; 0 returns the first redirect itself. Default 10, as URLSession.
+        public var maxRedirects = 10
+        /// Whether a redirect from https to http is followed. Default no: such a request fails `insecureRedirect`.
+        public var allowsInsecureRedirects = false
+        /// The time to connect to one address (TCP and TLS) before the next is tried. Default 5 s.
+        public var connectTimeout = TimeAmount.seconds(5)
+        /// The longest wait for the next bytes of a response. Default 30 s.
+        public var readTimeout = TimeAmount.seconds(30)
+        /// The most (host, address) clients kept, each with its own connections. Default 64.
+        public var maxClients = 64
+        /// TLS for origins. Certificate verification cannot be turned off: such a configuration is refused.
+        public var tls = TLSConfiguration.makeClientConfiguration()
+        /// Whether gzip and deflate bodies are decoded for the caller; then they are offered in `Accept-Encoding`.
+        public var decompression = false
+
+        public init() {}
+    }
+
+    /// A response, with what the interceptor did to get it.
+    public struct Response: Sendable {
+        /// The head and the streaming body. `history` is empty: ``redirects`` counts the hops.
+        public var response: HTTPClientResponse
+        /// Whether and where a URL cache may keep the response.
+        public var cacheStoragePolicy: CacheStoragePolicy
+        /// The last request sent, canonical, after any redirects.
+        public var request: CanonicalRequest
+        /// The address connected to; nil when the request was passed (sent as given).
+        public var connectedAddress: IPAddress?
+        /// The redirects followed.
+        public var redirects: Int
+        /// Whether the resolver's answer came from a fallback rather than the trusted source.
+        public var resolvedByFallback: Bool
+
+        /// The name in SNI and the certificate check (the URL's host).
+        public var serverName: String { request.host }
+    }
+
+    /// Why a request is not taken, but passed as given.
+    public enum PassReason: String, Sendable, Hashable {
+        /// The URL's host is an address: nothing to resolve.
+        case addressLiteral
+        /// The host is in ``Configuration/excludedHosts``.
+        case excluded
+        /// The request carries the handled marker: another interceptor layer took it already.
+        case alreadyHandled
+    }
+
+    /// The header that marks a request as handled, so that no interceptor takes it twice (the reference's recursion
+    /// marker). The pipeline never sends it on.
+    public static let handledMarker = "X-HTTPDNS-Handled"
+
+    public let configuration: Configuration
+    public let resolver: HostResolver
+    private let origins: OriginClients
+    private let passthrough: HTTPClient
+    private let logger: Logger
+    private let outcomes: [String: Counter]
+    private let failovers = Counter(label: "httpdns_connect_failovers_total")
+
+    /// - Throws: ``ConfigurationError`` for a limit that is not positive, or a TLS configuration without
+    ///   certificate verification.
+    public init(
+        resolver: HostResolver,
+        configuration: Configuration = Configuration(),
+        eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+        logger: Logger = Logger(label: "httpdns.interceptor")
+    ) throws(ConfigurationError) {
+        guard configuration.maxRedirects >= 0 else {
+            throw ConfigurationError(key: "maxRedirects", reason: "must be 0 or more, not \(configuration.maxRedirects)")
+        }
+        guard configuration.maxClients > 0 else {
+            throw ConfigurationError(key: "maxClients", reason: "must be a positive number of clients, not \(configuration.maxClients)")
+        }
+        guard configuration.connectTimeout > .zero, configuration.readTimeout > .zero else {
+            throw ConfigurationError(key: "timeout", reason: "the connect and read timeouts must be positive")
+        }
+        guard configuration.tls.certificateVerification != .none else {
+            throw ConfigurationError(key: "tls", reason: "certificate verification cannot be turned off: the certificate must hold the original host")
+        }
+        guard !configuration.families.isEmpty else {
+            throw ConfigurationError(key: "families", reason: "must hold IPv4, IPv6 or both")
+        }
+        var configuration = configuration
+        if configuration.decompression { configuration.canonical.decodedEncodings = ["gzip", "deflate"] }
+        self.configuration = configuration
+        self.resolver = resolver
+        self.logger = logger
+        let base: HTTPClient.Configuration = {
+            var client = HTTPClient.Configuration(
+                tlsConfiguration: configuration.tls,
+                redirectConfiguration: .disallow,
+                timeout: .init(connect: configuration.connectTimeout, read: configuration.readTimeout),
+                decompression: configuration.decompression ? .enabled(limit: .ratio(100)) : .disabled
+            )
+            // A failed connection is this address's, reported now, so the next address is tried; a certificate
+            // error is the request's, reported now rather than retried until the connect timeout.
+            client.connectionPool.retryConnectionEstablishment = false
+            return client
+        }()
+        origins = OriginClients(limit: configuration.maxClients) { key in
+            var client = base
+            client.dnsOverride = [key.host: key.address.description]
+            return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
+        }
+        passthrough = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base)
+        var outcomes: [String: Counter] = [:]
+        for outcome in ["ok", "passed"] + InterceptorError.Code.allCases.map(\.rawValue) {
+            outcomes[outcome] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", outcome)])
+        }
+        self.outcomes = outcomes
+    }
+
+    /// How many (host, address) clients are kept now.
+    public var clientCount: Int { origins.count }
+
+    /// What the pipeline does with a request.
+    public enum Decision: Sendable, Hashable {
+        /// Resolve this host and send the request to its addresses.
+        case take(HostName)
+        /// Send the request as given.
+        case pass(PassReason)
+    }
+
+    /// Whether the pipeline takes a request to `canonical`, or passes it as given.
+    public func decide(_ canonical: CanonicalRequest) -> Decision {
+        if canonical.headers.contains(where: { $0.name.lowercased() == Self.handledMarker.lowercased() }) {
+            return .pass(.alreadyHandled)
+        }
+        guard let name = canonical.nameToResolve, let host = try? HostName(name) else { return .pass(.addressLiteral) }
+        if configuration.excludedHosts.matches(host) { return .pass(.excluded) }
+        return .take(host)
+    }
+
+    /// Sends `request` through the pipeline, following redirects.
+    /// - Parameter timeout: until the response head of the last hop arrives, resolution and redirects included.
+    ///   The body then streams at its own pace (each read within ``Configuration/readTimeout``).
+    /// - Throws: ``InterceptorError``.
+    public func execute(_ request: HTTPClientRequest, timeout: TimeAmount, logger: Logger? = nil) async throws(InterceptorError) -> Response {
+        try await execute(request, body: request.body.map(Body.opaque), deadline: .now() + timeout, logger: logger)
+    }
+
+    /// Sends a request whose body is in memory, so that it can be sent again on a 307 or 308 redirect.
+    public func execute(
+        method: String = "GET",
+        url: String,
+        headers: HTTPHeaders = [:],
+        body: ByteBuffer? = nil,
+        timeout: TimeAmount,
+        logger: Logger? = nil
+    ) async throws(InterceptorError) -> Response {
+        var request = HTTPClientRequest(url: url)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers = headers
+        return try await execute(request, body: body.map(Body.bytes), deadline: .now() + timeout, logger: logger)
+    }
+
+    /// A request body: in memory, so it can be sent again after a 307 or 308, or the caller's own, which can be sent
+    /// again only when it was never read (a connect failure).
+    enum Body: Sendable {
+        case bytes(ByteBuffer)
+        case opaque(HTTPClientRequest.Body)
+
+        var requestBody: HTTPClientRequest.Body {
+            switch self {
+            case .bytes(let buffer): .bytes(buffer)
+            case .opaque(let body): body
+            }
+        }
+    }
+
+    func execute(_ request: HTTPClientRequest, body: Body?, deadline: NIODeadline, logger: Logger?) async throws(InterceptorError) -> Response {
+        let logger = logger ?? self.logger
+        do {
+            let response = try await send(request, body: body, deadline: deadline, logger: logger)
+            outcomes[response.connectedAddress == nil ? "passed" : "ok"]?.increment()
+            return response
+        } catch {
+            outcomes[error.code.rawValue]?.increment()
+            logger.debug("request failed", metadata: ["url": "\(request.url)", "error": "\(error)"])
+            throw error
+        }
+    }
+
+    private func send(_ original: HTTPClientRequest, body: Body?, deadline: NIODeadline, logger: Logger) async throws(InterceptorError) -> Response {
+        var method = original.method.rawValue
+        var url = original.url
+        // The caller's fields, minus Host: the Host header is always the URL's authority.
+        var fields = original.headers.filter { $0.name.lowercased() != "host" }.map { CanonicalRequest.Header($0.name, $0.value) }
+        var body = body
+        var redirects = 0
+        while true {
+            let canonical: CanonicalRequest
+            do {
+                guard let normalized = try CanonicalRequest.normalize(
+                    method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical
+                ) else {
+                    throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL")
+                }
+                canonical = normalized
+            } catch let error as CanonicalRequestError {
+                throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')")
+            } catch let error as InterceptorError {
+                throw error
+            } catch {
+                throw InterceptorError(.invalidRequest, "\(error)")
+            }
+            var request = HTTPClientRequest(url: canonical.url)
+            request.method = HTTPMethod(rawValue: canonical.method)
+            request.headers.add(name: "Host", value: canonical.hostHeader)
+            for header in canonical.headers { request.headers.add(name: header.name, value: header.value) }
+            request.body = body?.requestBody
+
+            let sent = try await sendHop(request, canonical: canonical, deadline: deadline, logger: logger)
+            let status = Int(sent.response.status.code)
+            let location = sent.response.headers.first(name: "location")
+            let next = try Redirect.follow(
+                status: status, location: location, method: canonical.method, from: canonical, headers: fields,
+                allowingInsecure: configuration.allowsInsecureRedirects
+            )
+            // Not a redirect; or no hop left (0 hops: the redirect is the answer); or a body the caller streamed,
+            // which cannot be sent again: the redirect is the answer, as AsyncHTTPClient does.
+            let cannotReplay: Bool
+            if case .opaque = body, next?.keepsBody == true { cannotReplay = true } else { cannotReplay = false }
+            guard let next, configuration.maxRedirects > 0, !cannotReplay else {
+                return finish(sent, canonical: canonical, redirects: redirects)
+            }
+            guard redirects < configuration.maxRedirects else {
+                throw InterceptorError(.tooManyRedirects, "\(original.url) was redirected more than \(configuration.maxRedirects) times; the last to \(next.url)")
+            }
+            redirects += 1
+            // Read what is left of the redirect's own body, so its connection can serve again; a large one is dropped.
+            _ = try? await sent.response.body.collect(upTo: 64 * 1024)
+            logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
+            method = next.method
+            url = next.url
+            fields = next.headers
+            if !next.keepsBody { body = nil }
+        }
+    }
+
+    /// One hop's response, and what it was sent to.
+    private struct Hop {
+        var response: HTTPClientResponse
+        var address: IPAddress?
+        var fallback: Bool
+    }
+
+    private func finish(_ hop: Hop, canonical: CanonicalRequest, redirects: Int) -> Response {
+        let policy = CacheStoragePolicy.decide(
+            method: canonical.method,
+            scheme: canonical.scheme,
+            requestHeaders: canonical.headers.map { ($0.name, $0.value) },
+            status: Int(hop.response.status.code),
+            responseHeaders: hop.response.headers.map { ($0.name, $0.value) },
+            configuration: configuration.storagePolicy
+        )
+        return Response(
+            response: hop.response, cacheStoragePolicy: policy, request: canonical, connectedAddress: hop.address,
+            redirects: redirects, resolvedByFallback: hop.fallback
+        )
+    }
+
+    /// Sends one hop: passed as given, or resolved and sent to the answer's addresses in turn.
+    private func sendHop(_ request: HTTPClientRequest, canonical: CanonicalRequest, deadline: NIODeadline, logger: Logger) async throws(InterceptorError) -> Hop {
+        let host: HostName
+        switch decide(canonical) {
+        case .pass(let reason):
+            logger.trace("passing a request", metadata: ["url": "\(canonical.url)", "reason": "\(reason.rawValue)"])
+            var request = request
+            request.headers.remove(name: Self.handledMarker)
+            do {
+                return Hop(response: try await passthrough.execute(request, deadline: deadline, logger: logger), address: nil, fallback: false)
+            } catch {
+                throw describe(error, host: canonical.host, address: nil)
+            }
+        case .take(let name):
+            host = name
+        }
+        let answer: HostResolver.Answer
+        do {
+            answer = try await resolver.resolve(host, families: configuration.families)
+        } catch let error as ResolutionError {
+            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
+        } catch {
+            throw InterceptorError(Task.isCancelled ? .cancelled : .resolutionFailed, "\(host) could not be resolved: \(error)")
+        }
+        let resolution = answer.resolution
+        let addresses: [IPAddress] = configuration.addressOrder == .ipv4First
+            ? resolution.ipv4.map(IPAddress.v4) + resolution.ipv6.map(IPAddress.v6)
+            : resolution.ipv6.map(IPAddress.v6) + resolution.ipv4.map(IPAddress.v4)
+        guard !addresses.isEmpty else {
+            throw InterceptorError(.resolutionFailed, "\(host) has no address of the families asked")
+        }
+        var failures: [String] = []
+        for (index, address) in addresses.enumerated() {
+            guard let lease = origins.lease(.init(host: canonical.host, address: address)) else {
+                throw InterceptorError(.shutdown, "the interceptor was shut down")
+            }
+            do {
+                let response = try await lease.client.execute(request, deadline: deadline, logger: logger)
+                var leased = response
+                leased.body = .stream(LeasedBody(base: response.body, lease: lease))
+                return Hop(response: leased, address: address, fallback: answer.fallback)
+            } catch {
+                let failure = describe(error, host: canonical.host, address: address)
+                guard failure.code == .connectFailed else { throw failure }
+                failures.append(failure.message)
+                if index + 1 < addresses.count {
+                    failovers.increment()
+                    logger.debug("connecting failed; trying the next address", metadata: ["address": "\(address)", "error": "\(error)"])
+                }
+            }
+        }
+        throw InterceptorError(.connectFailed, "no address of \(host) could be connected to: \(failures.joined(separator: "; "))")
+    }
+
+    /// An error of AsyncHTTPClient, NIO or TLS as what it means for the request: only a connection that was never
+    /// made (so the request was never sent) is `connectFailed`, which lets the next address be tried.
+    private func describe(_ error: any Error, host: String, address: IPAddress?) -> InterceptorError {
+        let target = address.map { "\(host) at \($0)" } ?? host
+        if let reason = CertificateRejection.reason(error) {
+            return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(reason)")
+        }
+        if Task.isCancelled { return InterceptorError(.cancelled, "the request to \(target) was cancelled") }
+        switch error {
+        case is NIOConnectionError, ChannelError.connectTimeout:
+            return InterceptorError(.connectFailed, "\(target): \(error)")
+        case let error as IOError where [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(error.errnoCode):
+            return InterceptorError(.connectFailed, "\(target): \(error)")
+        case let error as NIOSSLError:
+            if case .handshakeFailed = error { return InterceptorError(.connectFailed, "\(target): the TLS handshake failed: \(error)") }
+        case let error as HTTPClientError:
+            switch error {
+            case .connectTimeout, .tlsHandshakeTimeout:
+                return InterceptorError(.connectFailed, "\(target): \(error)")
+            case .deadlineExceeded, .readTimeout:
+                return InterceptorError(.timeout, "\(target) did not answer in time")
+            case .cancelled:
+                return InterceptorError(.cancelled, "the request to \(target) was cancelled")
+            case .alreadyShutdown:
+                return InterceptorError(.shutdown, "the interceptor was shut down")
+            default:
+                break
+            }
+        case is CancellationError:
+            return InterceptorError(.cancelled, "the request to \(target) was cancelled")
+        default:
+            break
+        }
+        return InterceptorError(.transportFailed, "\(target): \(error)")
+    }
+
+    /// Shuts every client down (requests still running fail) and returns once all are.
+    public func shutdown() async {
+        await origins.shutdown()
+        try? await passthrough.shutdown()
+    }
+}
+
+/// A response body that holds its client's lease until the body is read or dropped, so the client is not shut down
+/// under it.
+struct LeasedBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let base: HTTPClientResponse.Body
+    let lease: OriginClients.Lease
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: HTTPClientResponse.Body.AsyncIterator
+        let lease: OriginClients.Lease
+
+        mutating func next() async throws -> ByteBuffer? {
+            try await base.next()
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), lease: lease)
+    }
+}

@@ -1,0 +1,128 @@
+import AsyncHTTPClient
+import HTTPDNSCore
+import Synchronization
+
+/// The AsyncHTTPClients the interceptor sends through: one per (host, address), because `dnsOverride` is fixed per
+/// client and maps a host to one address. Each keeps its own pool of connections to that address, which carry the
+/// host in SNI and are verified for it.
+///
+/// At most `limit` clients are kept; the least recently used is retired to make room. A client is shut down only once
+/// nothing uses it: every request sent on it, and every response body still streaming from it, holds a ``Lease``.
+final class OriginClients: Sendable {
+    struct Key: Hashable, Sendable {
+        var host: String
+        var address: IPAddress
+    }
+
+    /// A use of one client. The client is not shut down while a lease on it lives; the last lease of a retired
+    /// client shuts it down as it goes.
+    final class Lease: Sendable {
+        let client: HTTPClient
+        private let entry: Entry
+        private let owner: OriginClients
+
+        fileprivate init(entry: Entry, owner: OriginClients) {
+            self.client = entry.client
+            self.entry = entry
+            self.owner = owner
+        }
+
+        deinit { owner.release(entry) }
+    }
+
+    fileprivate final class Entry: Sendable {
+        let client: HTTPClient
+        let id: UInt64
+        init(client: HTTPClient, id: UInt64) {
+            self.client = client
+            self.id = id
+        }
+    }
+
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        var lastUsed: [UInt64: UInt64] = [:]
+        var leases: [UInt64: Int] = [:]
+        /// Clients no longer handed out, still leased: shut down when their last lease ends.
+        var retired: [UInt64: Entry] = [:]
+        var tick: UInt64 = 0
+        var nextID: UInt64 = 0
+        var shutDown = false
+    }
+
+    private let limit: Int
+    private let makeClient: @Sendable (Key) -> HTTPClient
+    private let state = Mutex(State())
+    /// Shut-downs begun when a retired client's last lease ended, awaited by ``shutdown()``.
+    private let closing = Mutex<[UInt64: Task<Void, Never>]>([:])
+
+    init(limit: Int, makeClient: @escaping @Sendable (Key) -> HTTPClient) {
+        self.limit = limit
+        self.makeClient = makeClient
+    }
+
+    /// How many clients are kept (retired ones still streaming included).
+    var count: Int { state.withLock { $0.entries.count + $0.retired.count } }
+
+    /// A lease on the client for `key`, made when there is none.
+    /// - Returns: nil once ``shutdown()`` has begun.
+    func lease(_ key: Key) -> Lease? {
+        var evicted: Entry?
+        let entry = state.withLock { state -> Entry? in
+            guard !state.shutDown else { return nil }
+            state.tick += 1
+            let entry: Entry
+            if let existing = state.entries[key] {
+                entry = existing
+            } else {
+                if state.entries.count >= limit, let (oldestKey, oldest) = state.entries.min(by: { state.lastUsed[$0.value.id]! < state.lastUsed[$1.value.id]! }) {
+                    state.entries[oldestKey] = nil
+                    state.lastUsed[oldest.id] = nil
+                    if state.leases[oldest.id, default: 0] == 0 { evicted = oldest } else { state.retired[oldest.id] = oldest }
+                }
+                entry = Entry(client: makeClient(key), id: state.nextID)
+                state.nextID += 1
+                state.entries[key] = entry
+            }
+            state.lastUsed[entry.id] = state.tick
+            state.leases[entry.id, default: 0] += 1
+            return entry
+        }
+        if let evicted { close(evicted) }
+        return entry.map { Lease(entry: $0, owner: self) }
+    }
+
+    fileprivate func release(_ entry: Entry) {
+        let idle = state.withLock { state -> Bool in
+            let left = state.leases[entry.id, default: 1] - 1
+            state.leases[entry.id] = left == 0 ? nil : left
+            guard left == 0, state.retired.removeValue(forKey: entry.id) != nil else { return false }
+            return true
+        }
+        if idle { close(entry) }
+    }
+
+    private func close(_ entry: Entry) {
+        closing.withLock { tasks in
+            tasks[entry.id] = Task { [self] in
+                try? await entry.client.shutdown()
+                _ = closing.withLock { $0.removeValue(forKey: entry.id) }
+            }
+        }
+    }
+
+    /// Shuts every client down, leased or not (requests still running on them fail), and returns once all are.
+    func shutdown() async {
+        let clients = state.withLock { state -> [HTTPClient] in
+            guard !state.shutDown else { return [] }
+            state.shutDown = true
+            defer {
+                state.entries = [:]
+                state.retired = [:]
+            }
+            return state.entries.values.map(\.client) + state.retired.values.map(\.client)
+        }
+        for client in clients { try? await client.shutdown() }
+        for task in closing.withLock({ Array($0.values) }) { await task.value }
+    }
+}

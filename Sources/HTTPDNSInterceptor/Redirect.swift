@@ -1,0 +1,67 @@
+import FoundationEssentials
+
+/// The request that follows a redirect (RFC 9110 §15.4), before it is canonicalised and resolved again.
+public struct Redirect: Sendable, Hashable {
+    /// The statuses followed. 300 and 304 are not: they are answers, not directions.
+    public static let statuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    public var method: String
+    /// The Location resolved against the URL it came from (RFC 3986 §5.2).
+    public var url: String
+    /// The caller's fields for the next request.
+    public var headers: [CanonicalRequest.Header]
+    /// Whether the request body is sent again: for 307 and 308, which keep the method. The others change a POST
+    /// to a GET, which has no body.
+    public var keepsBody: Bool
+
+    /// The fields that describe a body, dropped with it.
+    static let bodyFields: Set<String> = ["content-type", "content-length", "content-encoding", "content-language", "content-location", "transfer-encoding"]
+    /// The fields that carry credentials, dropped on a hop to another origin.
+    static let credentialFields: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    /// The next request after `status` with `location`, for a request of `method` to `from` with `headers`.
+    /// - Returns: nil when `status` is not followed or there is no Location: the response is the answer.
+    /// - Throws: ``InterceptorError`` `invalidRequest` for a Location that is not a URL, and `insecureRedirect` for one
+    ///   from https to http unless `allowingInsecure`.
+    public static func follow(
+        status: Int,
+        location: String?,
+        method: String,
+        from: CanonicalRequest,
+        headers: [CanonicalRequest.Header],
+        allowingInsecure: Bool = false
+    ) throws(InterceptorError) -> Redirect? {
+        guard statuses.contains(status), let location, !location.isEmpty else { return nil }
+        guard let base = URL(string: from.url), let target = URL(string: location, relativeTo: base)?.absoluteURL else {
+            throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that is not a URL: '\(location)'")
+        }
+        let url = target.absoluteString
+        let scheme = target.scheme?.lowercased()
+        if from.scheme == "https", scheme == "http", !allowingInsecure {
+            throw InterceptorError(.insecureRedirect, "\(from.url) redirects to \(url), from https to http; refused")
+        }
+        // 303: GET (HEAD stays HEAD). 301 and 302: a POST becomes a GET, as every user agent does (§15.4.2, §15.4.3).
+        var next = Redirect(method: method, url: url, headers: headers, keepsBody: status == 307 || status == 308)
+        if (status == 303 && method != "HEAD") || ((status == 301 || status == 302) && method == "POST") {
+            next.method = "GET"
+            next.keepsBody = false
+        }
+        if !next.keepsBody {
+            next.headers.removeAll { bodyFields.contains($0.name.lowercased()) }
+        }
+        let sameOrigin = scheme == from.scheme && target.host?.lowercased() == from.host.lowercased()
+            && (target.port ?? defaultPort(scheme)) == (from.port ?? defaultPort(from.scheme))
+        if !sameOrigin {
+            next.headers.removeAll { credentialFields.contains($0.name.lowercased()) }
+        }
+        return next
+    }
+
+    private static func defaultPort(_ scheme: String?) -> Int? {
+        switch scheme {
+        case "https": 443
+        case "http": 80
+        default: nil
+        }
+    }
+}

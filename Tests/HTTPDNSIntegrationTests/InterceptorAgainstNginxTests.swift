@@ -1,0 +1,292 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPDNSCore
+import HTTPDNSInterceptor
+import HTTPDNSTesting
+import Metrics
+import MetricsTestKit
+import NIOCore
+import NIOSSL
+import Testing
+
+/// The interceptor end to end: requests through `InterceptingHTTPClient` to a real nginx over HTTPS, with a
+/// certificate made at test time for `a.test` and `b.test`. nginx reports the SNI and Host it saw. The resolver's
+/// sources are in-process (`StaticSource`): they stand for the trusted service and a lying local resolver, whose
+/// faults are the point here; the sources themselves are tested against real peers elsewhere.
+@Suite("The interceptor against nginx", .timeLimit(.minutes(2)))
+struct InterceptorAgainstNginxTests {
+    struct Stage {
+        let origin: NginxServer
+        let certificate: String
+        let trusted: StaticSource
+        let client: InterceptingHTTPClient
+
+        /// `https://NAME:port/PATH`.
+        func url(_ name: String, _ path: String) -> String { "https://\(name):\(origin.port)\(path)" }
+
+        func get(_ url: String) async throws -> (InterceptingHTTPClient.Response, String) {
+            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+            let body = try await response.response.body.collect(upTo: 1 << 20)
+            return (response, String(buffer: body))
+        }
+    }
+
+    /// nginx for a.test and b.test; a resolver whose trusted source answers both with nginx's address (or with
+    /// `addresses(origin)` when given), and whose fallback is `fallback`.
+    static func withStage(
+        addresses: ((NginxServer) -> [String])? = nil,
+        fallback: StaticSource? = nil,
+        configure: (inout InterceptingHTTPClient.Configuration) -> Void = { _ in },
+        _ body: (Stage) async throws -> Void
+    ) async throws {
+        try await TestCertificate.with(subjectAltName: "DNS:a.test,DNS:b.test") { certificate, key in
+            try await withNginx(names: ["a.test", "b.test"], certificate: certificate, key: key) { origin in
+                let ipv4 = addresses?(origin) ?? [origin.address]
+                let trusted = StaticSource(
+                    ["a.test": .addresses(ipv4: ipv4, ipv6: [], ttl: 300), "b.test": .addresses(ipv4: [origin.address], ipv6: [], ttl: 300)],
+                    otherwise: .failure(.serverUnreachable),
+                    name: "httpdns"
+                )
+                let resolver = try HostResolver(trusted: trusted, fallbacks: fallback.map { [$0] } ?? [])
+                var configuration = InterceptingHTTPClient.Configuration()
+                configuration.tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(certificate))]
+                configure(&configuration)
+                let client = try InterceptingHTTPClient(resolver: resolver, configuration: configuration)
+                do {
+                    try await body(Stage(origin: origin, certificate: certificate, trusted: trusted, client: client))
+                } catch {
+                    await client.shutdown()
+                    throw error
+                }
+                await client.shutdown()
+            }
+        }
+    }
+
+    /// Another loopback address than `origin`'s, where nothing listens on its port.
+    static func deadAddress(besides origin: NginxServer) -> String {
+        let last = Int(origin.address.split(separator: ".").last!)!
+        return "127.0.0.\(last == 250 ? 249 : last + 1)"
+    }
+
+    @Test func theRequestGoesToTheResolvedAddressWithTheNameInSNIAndHost() async throws {
+        try await Self.withStage { stage in
+            for name in ["a.test", "b.test"] {
+                let (response, body) = try await stage.get(stage.url(name, "/path"))
+                #expect(body == "sni=\(name) host=\(name):\(stage.origin.port)\n")
+                #expect(response.response.status == .ok)
+                #expect(response.connectedAddress == IPAddress(stage.origin.address))
+                #expect(response.serverName == name && response.redirects == 0 && !response.resolvedByFallback)
+                // A 200 over https with no Cache-Control: heuristically storable, in memory only.
+                #expect(response.cacheStoragePolicy == .allowedInMemoryOnly)
+            }
+            #expect(stage.trusted.queryCount("a.test") == 1)
+            // Resolved once: the second request is a cache hit, on the same kept-alive client.
+            _ = try await stage.get(stage.url("a.test", "/again"))
+            #expect(stage.trusted.queryCount("a.test") == 1)
+            #expect(stage.client.clientCount == 2)
+        }
+    }
+
+    /// The default port is left out of the Host header.
+    @Test func theHostHeaderIsTheAuthorityAsWritten() async throws {
+        try await Self.withStage { stage in
+            let (_, body) = try await stage.get("HTTPS://A.TEST:\(stage.origin.port)/x/../y")
+            #expect(body == "sni=a.test host=a.test:\(stage.origin.port)\n")
+        }
+    }
+
+    /// A name the certificate does not hold: the request fails as a certificate error, at once, without trying
+    /// the next address or retrying until the connect timeout.
+    @Test func aWrongCertificateFailsAtOnce() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await Self.withStage(configure: { $0.connectTimeout = .seconds(20) }) { stage in
+                stage.trusted.set("c.test", .addresses(ipv4: [stage.origin.address, stage.origin.address], ipv6: [], ttl: 300))
+                let started = ContinuousClock.now
+                let error = await #expect(throws: InterceptorError.self) { try await stage.get(stage.url("c.test", "/")) }
+                let elapsed = ContinuousClock.now - started
+                #expect(error?.code == .certificateRejected, "\(String(describing: error))")
+                #expect(error?.message.contains("c.test") == true)
+                // Retrying would take the connect timeout (20 s); a generous bound that a retry cannot meet.
+                #expect(elapsed < .seconds(10), "took \(elapsed)")
+                #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 0)
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "certificate_rejected")]) == 1)
+            }
+        }
+    }
+
+    /// H9: the first address of the answer is dead; the second serves, and the failover is counted.
+    @Test func whenTheFirstAddressIsDeadTheNextServes() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await Self.withStage(addresses: { [Self.deadAddress(besides: $0), $0.address] }) { stage in
+                let (response, body) = try await stage.get(stage.url("a.test", "/"))
+                #expect(body == "sni=a.test host=a.test:\(stage.origin.port)\n")
+                #expect(response.connectedAddress == IPAddress(stage.origin.address))
+                #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 1)
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")]) == 1)
+            }
+            // Every address dead: a connect failure that names them all.
+            try await Self.withStage(addresses: { [Self.deadAddress(besides: $0)] }) { stage in
+                let error = await #expect(throws: InterceptorError.self) { try await stage.get(stage.url("a.test", "/")) }
+                #expect(error?.code == .connectFailed, "\(String(describing: error))")
+                #expect(error?.message.contains(Self.deadAddress(besides: stage.origin)) == true)
+            }
+        }
+    }
+
+    /// H1–H3: the trusted source is down and the local resolver lies with a private address for the name. The
+    /// guard refuses the answer, so the request fails before it connects anywhere: a listener on the lying address
+    /// and the origin's port never sees a connection.
+    @Test func aLyingLocalResolverNeverGetsTheRequest() async throws {
+        let liar = StaticSource(name: "cares")
+        try await Self.withStage(fallback: liar) { stage in
+            let lyingAddress = Self.deadAddress(besides: stage.origin)
+            let trap = try LoopbackTrap(address: lyingAddress, port: stage.origin.port)
+            stage.trusted.set("shop.test", .failure(.serverUnreachable))
+            liar.set("shop.test", .addresses(ipv4: [lyingAddress], ipv6: [], ttl: 300))
+            let error = await #expect(throws: InterceptorError.self) { try await stage.get(stage.url("shop.test", "/")) }
+            #expect(error?.code == .resolutionFailed, "\(String(describing: error))")
+            #expect(error?.resolutionError?.code == .rejectedByGuard)
+            #expect(liar.queryCount("shop.test") == 1)
+            #expect(trap.connectionsWaiting() == 0)
+            // And while the trusted source answers, the liar is not even asked.
+            liar.set("a.test", .addresses(ipv4: [lyingAddress], ipv6: [], ttl: 300))
+            _ = try await stage.get(stage.url("a.test", "/"))
+            #expect(liar.queryCount("a.test") == 0)
+            #expect(trap.connectionsWaiting() == 0)
+        }
+    }
+
+    /// A chain across hosts: each hop is resolved again and carries its own name in SNI and Host.
+    @Test func aCrossHostRedirectChainIsFollowedThroughThePipeline() async throws {
+        try await Self.withStage { stage in
+            let url = stage.url("a.test", "/redirect/302/b.test/redirect/301/a.test/final")
+            let (response, body) = try await stage.get(url)
+            #expect(body == "sni=a.test host=a.test:\(stage.origin.port)\n")
+            #expect(response.redirects == 2)
+            #expect(response.request.url == stage.url("a.test", "/final"))
+            #expect(stage.trusted.queryCount("b.test") == 1)
+
+            // 0 hops allowed: the redirect itself is the answer.
+            var request = HTTPClientRequest(url: url)
+            request.method = .GET
+            let noFollow = try InterceptingHTTPClient(resolver: stage.client.resolver, configuration: {
+                var configuration = stage.client.configuration
+                configuration.maxRedirects = 0
+                return configuration
+            }())
+            let redirect = try await noFollow.execute(request, timeout: .seconds(30))
+            #expect(redirect.response.status == .found)
+            #expect(redirect.response.headers.first(name: "location") == stage.url("b.test", "/redirect/301/a.test/final"))
+            await noFollow.shutdown()
+        }
+    }
+
+    @Test func redirectLoopsAndDowngradesEndInClearErrors() async throws {
+        try await Self.withStage(configure: { $0.maxRedirects = 3 }) { stage in
+            let loop = await #expect(throws: InterceptorError.self) { try await stage.get(stage.url("a.test", "/loop")) }
+            #expect(loop?.code == .tooManyRedirects, "\(String(describing: loop))")
+            let insecure = await #expect(throws: InterceptorError.self) { try await stage.get(stage.url("a.test", "/insecure")) }
+            #expect(insecure?.code == .insecureRedirect, "\(String(describing: insecure))")
+        }
+    }
+
+    /// A POST body arrives intact; a 307 to another host sends it again there, and a 303 turns the POST into a GET
+    /// without a body.
+    @Test func aPostBodyArrivesIntactAcrossRedirects() async throws {
+        try await Self.withStage { stage in
+            let text = String(repeating: "payload-é-0123456789 ", count: 2000)
+            let body = ByteBuffer(string: text)
+            let direct = try await stage.client.execute(method: "POST", url: stage.url("a.test", "/echo"), body: body, timeout: .seconds(30))
+            let directBody = String(buffer: try await direct.response.body.collect(upTo: 1 << 20))
+            #expect(directBody == "method=POST body=\(text)", "\(directBody.prefix(300))")
+            #expect(direct.cacheStoragePolicy == .notAllowed, "a POST's response is not stored")
+
+            let moved = try await stage.client.execute(
+                method: "POST", url: stage.url("a.test", "/redirect/307/b.test/echo"), body: body, timeout: .seconds(30)
+            )
+            #expect(String(buffer: try await moved.response.body.collect(upTo: 1 << 20)) == "method=POST body=\(text)")
+            #expect(moved.response.headers.first(name: "x-seen") == "sni=b.test host=b.test:\(stage.origin.port)")
+
+            let seeOther = try await stage.client.execute(
+                method: "POST", url: stage.url("a.test", "/redirect/303/b.test/echo"), body: body, timeout: .seconds(30)
+            )
+            #expect(String(buffer: try await seeOther.response.body.collect(upTo: 1 << 20)) == "method=GET body=")
+
+            // A streamed body is sent as it comes.
+            var streamed = HTTPClientRequest(url: stage.url("b.test", "/echo"))
+            streamed.method = .POST
+            let chunks = (0..<8).map { ByteBuffer(string: "chunk \($0);") }
+            streamed.body = .stream(chunks.async, length: .unknown)
+            let echoed = try await stage.client.execute(streamed, timeout: .seconds(30))
+            #expect(String(buffer: try await echoed.response.body.collect(upTo: 1 << 20)) == "method=POST body=" + chunks.map { String(buffer: $0) }.joined())
+        }
+    }
+
+    /// 50 MB streams to the caller in pieces, as it arrives.
+    @Test func aLargeBodyStreams() async throws {
+        try await Self.withStage { stage in
+            let response = try await stage.client.execute(HTTPClientRequest(url: stage.url("a.test", "/large")), timeout: .seconds(30))
+            var bytes = 0
+            var pieces = 0
+            var largest = 0
+            for try await piece in response.response.body {
+                bytes += piece.readableBytes
+                pieces += 1
+                largest = max(largest, piece.readableBytes)
+                // Zeros throughout (checked at each piece's ends: a byte-by-byte check is slow in debug builds).
+                #expect(piece.readableBytesView.first == 0 && piece.readableBytesView.last == 0)
+            }
+            #expect(bytes == NginxServer.largeFileBytes)
+            #expect(pieces > 100 && largest <= 1 << 20, "\(pieces) pieces, the largest \(largest) bytes")
+        }
+    }
+
+    /// Cancelling the caller's task ends the request cleanly, with `cancelled`.
+    @Test func cancellationEndsTheRequest() async throws {
+        try await Self.withStage { stage in
+            let task = Task {
+                let response = try await stage.client.execute(HTTPClientRequest(url: stage.url("a.test", "/large")), timeout: .seconds(30))
+                for try await _ in response.response.body { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            task.cancel()
+            let result = await task.result
+            #expect(throws: (any Error).self) { try result.get() }
+        }
+    }
+}
+
+/// A socket listening on a loopback address and port that never accepts: a test can tell whether anyone connected.
+final class LoopbackTrap: Sendable {
+    private let fd: Int32
+
+    init(address: String, port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_addr.s_addr = inet_addr(address)
+        socketAddress.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, bound == 0, listen(fd, 16) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw PeerStartError(description: "cannot listen on \(address):\(port): \(reason)", retryable: false)
+        }
+    }
+
+    /// Connections made and not yet accepted.
+    func connectionsWaiting() -> Int {
+        var count = 0
+        while case let accepted = accept(fd, nil, nil), accepted >= 0 {
+            close(accepted)
+            count += 1
+        }
+        return count
+    }
+
+    deinit { close(fd) }
+}
