@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "HTTPDNSClient", targets: ["HTTPDNSClient"]),
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .library(name: "HTTPDNSInterceptor", targets: ["HTTPDNSInterceptor"]),
+        .library(name: "HTTPDNSURLSession", targets: ["HTTPDNSURLSession"]),
         .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
@@ -128,6 +129,17 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The URLSession adapter: a FoundationNetworking URLProtocol that forwards through the interceptor, its own
+        // module so that only its users link FoundationNetworking.
+        .target(
+            name: "HTTPDNSURLSession",
+            dependencies: [
+                "HTTPDNSInterceptor",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // The command line's settings: one table of keys per command, read from a JSON file, the environment and
         // flags through swift-configuration, checked by the libraries they configure.
         .target(
@@ -152,12 +164,17 @@ let package = Package(
             dependencies: [
                 "HTTPDNSCore",
                 "HTTPDNSInterceptor",
+                "HTTPDNSURLSession",
                 "HTTPDNSCAres",
                 "HTTPDNSServer",
                 "HTTPDNSSettings",
                 "HTTPDNSTesting",
                 "HTTPDNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -174,7 +191,14 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSInterceptorTests",
-            dependencies: ["HTTPDNSInterceptor"]
+            dependencies: [
+                "HTTPDNSInterceptor",
+                "HTTPDNSCore",
+                "HTTPDNSTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .testTarget(
             name: "HTTPDNSWireTests",
@@ -225,7 +249,8 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSIntegrationTests",
             dependencies: [
-                "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSInterceptor", "HTTPDNSTesting", "HTTPDNSWire",
+                "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSInterceptor", "HTTPDNSTesting", "HTTPDNSURLSession",
+                "HTTPDNSWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),

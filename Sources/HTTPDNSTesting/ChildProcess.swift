@@ -198,6 +198,9 @@ extension ChildProcess {
         public let stderr: String
         /// The process outlived the timeout and was killed with SIGKILL.
         public let timedOut: Bool
+        /// The most memory the process held at once (its peak resident set), in KiB, as the kernel reports it to
+        /// `wait4`.
+        public let maxResidentKiB: Int
 
         public var description: String {
             "\(status)\(timedOut ? " (timed out)" : "")\n--- stdout ---\n\(stdout)\n--- stderr ---\n\(stderr)"
@@ -296,14 +299,16 @@ extension ChildProcess {
         for descriptor in descriptors where descriptor.fd >= 0 { close(descriptor.fd) }
 
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         // WIFEXITED / WEXITSTATUS / WTERMSIG are C macros Swift does not import.
         let termination: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
         return Completion(
             status: termination,
             stdout: String(decoding: captured[0], as: UTF8.self),
             stderr: String(decoding: captured[1], as: UTF8.self),
-            timedOut: timedOut
+            timedOut: timedOut,
+            maxResidentKiB: usage.ru_maxrss
         )
     }
 }

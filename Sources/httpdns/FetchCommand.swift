@@ -1,22 +1,46 @@
 import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import HTTPDNSCore
 import HTTPDNSInterceptor
+import HTTPDNSSettings
+import HTTPDNSURLSession
 import HTTPDNSWire
+import NIOCore
+import NIOHTTP1
+import NIOSSL
 
-/// `httpdns fetch URL`: a request through the interceptor. Built so far: `--dry-run`, which prints the canonical
-/// request and sends nothing.
+/// `httpdns fetch URL`: a request through the interceptor, the body to stdout as with curl.
 struct FetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fetch",
-        abstract: "Fetch a URL through the interceptor (for now: --dry-run prints the canonical request).",
+        abstract: "Fetch a URL through the interceptor: resolved by HTTPDNS, sent to the address with the real name kept.",
         discussion: """
-            With --dry-run, prints the request as the interceptor would send it: the canonical URL, the Host header and \
-            the header defaults (docs/INTERCEPTOR.md), without resolving or sending anything. Exit codes: 0 printed; \
-            2 bad input. Sending is not built yet (issue 10).
+            The host is resolved through the policy (--server: the HTTPDNS service first, then the fallbacks; \
+            without: c-ares alone), and the request is sent to its addresses with the URL's name in the Host header, \
+            TLS SNI and the certificate check. Redirects are followed through the same pipeline. --dry-run prints \
+            the canonical request and sends nothing. Exit codes: 0 a response arrived (any status); 1 the request \
+            failed (resolution, connection, certificate or timeout); 2 bad input.
             """
     )
 
     @Argument(help: "The URL, http or https.")
     var url: String
+
+    @Option(name: .customLong("server"), help: "An HTTPDNS service, https://IP[:PORT][/PATH]; repeatable. Without: c-ares resolves.")
+    var servers: [String] = []
+
+    @Option(name: .customLong("server-name"), help: "The name the service's certificate holds (also its SNI).")
+    var serverName: String?
+
+    @Option(help: "A PEM file of certificates to trust besides the system's, for the service and the origin.")
+    var cacert: String?
+
+    @Option(name: .customLong("dns"), help: "A DNS server for c-ares, IP[:PORT]; repeatable. Default: /etc/resolv.conf.")
+    var dnsServers: [String] = []
+
+    @Option(name: .customLong("fallback"), help: "What is asked when the service fails: cares, system; repeatable (default both).")
+    var fallbacks: [String] = []
 
     @Option(name: [.customShort("X"), .customLong("request")], help: "The method (default GET, or POST with -d).")
     var method: String?
@@ -27,11 +51,23 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(name: [.customShort("d"), .customLong("data")], help: "A request body.")
     var data: String?
 
+    @Flag(name: .customShort("v"), help: "Write the canonical request, the address, SNI, Host, response head and storage policy to stderr.")
+    var verbose = false
+
     @Flag(name: .customLong("dry-run"), help: "Print the canonical request; resolve and send nothing.")
     var dryRun = false
 
     @Option(name: .customLong("compat"), help: "apple: the reference behaviour of both specs (default: standard).")
     var compat: String?
+
+    @Option(help: "asynchttpclient (the default) or urlsession: the adapter the request goes through.")
+    var adapter: String?
+
+    @Option(name: .customLong("max-redirects"), help: "Redirects followed (default 10; 0 prints the redirect itself).")
+    var maxRedirects: Int?
+
+    @Option(name: .customLong("timeout-ms"), help: "Until the response head arrives, redirects included (default 30000).")
+    var timeoutMs: Int?
 
     @Flag(help: "Print one JSON object.")
     var json = false
@@ -43,7 +79,7 @@ struct FetchCommand: AsyncParsableCommand {
         case "apple": configuration.mode = .apple
         case let other?: throw usage("--compat takes apple, not '\(other)'")
         }
-        // What the transport will decode for the caller (AsyncHTTPClient's decompression), so nothing undecoded.
+        // What the transport decodes for the caller (AsyncHTTPClient's decompression), so nothing undecoded.
         configuration.decodedEncodings = ["gzip", "deflate"]
         var fields: [CanonicalRequest.Header] = []
         for header in headers {
@@ -66,21 +102,22 @@ struct FetchCommand: AsyncParsableCommand {
         } catch let error as CanonicalRequestError {
             throw usage("\(error)")
         }
+        if let maxRedirects, maxRedirects < 0 { throw usage("--max-redirects takes 0 or more, not \(maxRedirects)") }
+        if let timeoutMs, timeoutMs <= 0 { throw usage("--timeout-ms takes a positive number, not \(timeoutMs)") }
+        let useURLSession: Bool
+        switch adapter {
+        case nil, "asynchttpclient": useURLSession = false
+        case "urlsession": useURLSession = true
+        case let other?: throw usage("--adapter takes asynchttpclient or urlsession, not '\(other)'")
+        }
         guard dryRun else {
-            throw usage("sending requests is not built yet (issue 10): --dry-run prints the canonical request")
+            try await send(canonical, fields: fields, canonicalConfiguration: configuration, urlSession: useURLSession)
+            return
         }
         // As sent: the Host header first, then the request's fields and the defaults.
         let sent = [CanonicalRequest.Header("Host", canonical.hostHeader)] + canonical.headers
         if json {
-            // One member per name: a field given more than once is its values joined, as HTTP lists are.
-            var merged: [(String, String)] = []
-            for header in sent {
-                if let index = merged.firstIndex(where: { $0.0.lowercased() == header.name.lowercased() }) {
-                    merged[index].1 += ", " + header.value
-                } else {
-                    merged.append((header.name, header.value))
-                }
-            }
+            let merged = Self.merged(sent)
             print(
                 JSON.object([
                     ("method", .string(canonical.method)),
@@ -94,8 +131,178 @@ struct FetchCommand: AsyncParsableCommand {
         }
     }
 
+    /// Resolves, sends and prints. A failed request ends with exit code 1, a refused configuration with 2.
+    private func send(
+        _ canonical: CanonicalRequest,
+        fields: [CanonicalRequest.Header],
+        canonicalConfiguration: CanonicalRequest.Configuration,
+        urlSession: Bool
+    ) async throws {
+        let settings = try await readSettings()
+        let sources: Sources
+        var interception = InterceptingHTTPClient.Configuration()
+        interception.canonical = canonicalConfiguration
+        interception.decompression = true
+        interception.storagePolicy.mode = canonicalConfiguration.mode == .apple ? .apple : .standard
+        interception.families = settings.families
+        if let maxRedirects { interception.maxRedirects = maxRedirects }
+        let client: InterceptingHTTPClient
+        do {
+            if let cacert {
+                let certificates = try NIOSSLCertificate.fromPEMFile(cacert)
+                guard !certificates.isEmpty else { throw usage("--cacert: \(cacert) holds no certificate") }
+                interception.tls.additionalTrustRoots = [.certificates(certificates)]
+            }
+            sources = try await Sources.make(settings)
+        } catch let error as ExitCode {
+            throw error
+        } catch {
+            throw usage("\(error)")
+        }
+        do {
+            client = try InterceptingHTTPClient(resolver: try sources.hostResolver(), configuration: interception)
+        } catch {
+            await sources.shutdown()
+            throw usage("\(error)")
+        }
+        let outcome: Result<Void, InterceptorError>
+        do {
+            try await exchange(canonical, fields: fields, client: client, urlSession: urlSession)
+            outcome = .success(())
+        } catch let error as InterceptorError {
+            outcome = .failure(error)
+        } catch {
+            outcome = .failure(InterceptorError(.transportFailed, "\(error)"))
+        }
+        await client.shutdown()
+        await sources.shutdown()
+        if case .failure(let error) = outcome {
+            Output.diagnostic("httpdns fetch: \(error.message)")
+            throw ExitCode(ExitStatus.negative)
+        }
+    }
+
+    /// One request and its response, printed: the body to stdout as it arrives (or in the JSON object), the rest
+    /// to stderr with -v.
+    private func exchange(_ canonical: CanonicalRequest, fields: [CanonicalRequest.Header], client: InterceptingHTTPClient, urlSession: Bool) async throws {
+        var headers = HTTPHeaders()
+        for field in fields { headers.add(name: field.name, value: field.value) }
+        let timeout = TimeAmount.milliseconds(Int64(timeoutMs ?? 30_000))
+        let head: FetchedHead
+        let body: AsyncThrowingStream<ByteBuffer, any Error>
+        if urlSession {
+            (head, body) = try await URLSessionFetch.run(method: canonical.method, url: url, headers: fields, data: data, client: client, timeout: timeout)
+        } else {
+            let response = try await client.execute(
+                method: canonical.method, url: url, headers: headers, body: data.map { ByteBuffer(string: $0) }, timeout: timeout
+            )
+            head = FetchedHead(
+                status: Int(response.response.status.code),
+                reason: response.response.status.reasonPhrase,
+                headers: response.response.headers.map { ($0.name, $0.value) },
+                request: response.request,
+                connectedAddress: response.connectedAddress,
+                policy: response.cacheStoragePolicy
+            )
+            body = AsyncThrowingStream { continuation in
+                let task = Task {
+                    do {
+                        for try await piece in response.response.body { continuation.yield(piece) }
+                        continuation.finish()
+                    } catch {
+                        continuation.finish(throwing: error)
+                    }
+                }
+                continuation.onTermination = { _ in task.cancel() }
+            }
+        }
+        if verbose {
+            let sent = head.request
+            var lines = ["> \(sent.method) \(sent.url)", "> Host: \(sent.hostHeader)"]
+            lines += sent.headers.map { "> \($0.name): \($0.value)" }
+            lines.append("* connected to \(head.connectedAddress.map(\.description) ?? "(passed as given)"), SNI \(sent.host)")
+            lines.append("< \(head.status) \(head.reason)")
+            lines += head.headers.map { "< \($0.0): \($0.1)" }
+            lines.append("* cache storage policy: \(head.policy.rawValue)")
+            Output.diagnostic(lines.joined(separator: "\n"))
+        }
+        guard json else {
+            for try await piece in body {
+                var piece = piece
+                try Output.writeStdout(piece.readBytes(length: piece.readableBytes) ?? [])
+            }
+            return
+        }
+        // The body in the object when it is UTF-8 text of at most 1 MiB; else only its size.
+        let limit = 1 << 20
+        var kept: [UInt8] = []
+        var count = 0
+        for try await piece in body {
+            count += piece.readableBytes
+            if count <= limit { kept += piece.readableBytesView }
+        }
+        var members: [(String, JSON)] = [
+            ("method", .string(head.request.method)),
+            ("url", .string(head.request.url)),
+            ("headers", .object(Self.merged([.init("Host", head.request.hostHeader)] + head.request.headers).map { ($0.0, JSON.string($0.1)) })),
+            ("status", .integer(head.status)),
+            ("connectedAddress", head.connectedAddress.map { .string($0.description) } ?? .null),
+            ("serverName", .string(head.request.host)),
+            ("responseHeaders", .object(Self.merged(head.headers.map { .init($0.0, $0.1) }).map { ($0.0, JSON.string($0.1)) })),
+            ("cacheStoragePolicy", .string(head.policy.rawValue)),
+        ]
+        if count <= limit, let text = String(validating: kept, as: UTF8.self) {
+            members.append(("body", .string(text)))
+        } else {
+            members.append(("bodyBytes", .integer(count)))
+        }
+        print(JSON.object(members).text)
+    }
+
+    /// One member per name: a field given more than once is its values joined, as HTTP lists are.
+    static func merged(_ headers: [CanonicalRequest.Header]) -> [(String, String)] {
+        var merged: [(String, String)] = []
+        for header in headers {
+            if let index = merged.firstIndex(where: { $0.0.lowercased() == header.name.lowercased() }) {
+                merged[index].1 += ", " + header.value
+            } else {
+                merged.append((header.name, header.value))
+            }
+        }
+        return merged
+    }
+
+    /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them.
+    private func readSettings() async throws -> ResolveSettings {
+        var flags: [String: [String]] = [:]
+        flags[ResolveSettings.source.key] = [servers.isEmpty ? "cares" : "auto"]
+        flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
+        flags[ResolveSettings.serverName.key] = serverName.map { [$0] }
+        // The service's keys only with a service: without one, --cacert is for the origin alone.
+        flags[ResolveSettings.cacert.key] = servers.isEmpty ? nil : cacert.map { [$0] }
+        flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
+        flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            let reader = try SettingsReader(settings: ResolveSettings.table, file: environment["HTTPDNS_CONFIG"], environment: environment, flags: flags)
+            return try await ResolveSettings(reading: reader)
+        } catch {
+            throw usage("\(error)")
+        }
+    }
+
     private func usage(_ message: String) -> ExitCode {
         Output.diagnostic("httpdns fetch: \(message)")
         return ExitCode(ExitStatus.usage)
     }
+}
+
+/// What `fetch` prints of a response, whichever adapter brought it.
+struct FetchedHead {
+    var status: Int
+    var reason: String
+    var headers: [(String, String)]
+    var request: CanonicalRequest
+    var connectedAddress: IPAddress?
+    var policy: CacheStoragePolicy
 }

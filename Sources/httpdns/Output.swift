@@ -8,7 +8,31 @@ enum Output {
         var line = message
         if !line.hasSuffix("\n") { line += "\n" }
         // write(2) on fd 2 rather than the C `stderr` global, which Swift 6 treats as shared mutable state.
-        var bytes = Array(line.utf8)
-        _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+        _ = try? write(Array(line.utf8), to: 2)
     }
+
+    /// Bytes to stdout, unbuffered (a body streamed as it arrives), after whatever `print` buffered.
+    static func writeStdout(_ bytes: [UInt8]) throws {
+        fflush(nil)
+        try write(bytes, to: 1)
+    }
+
+    /// All of `bytes` to `descriptor`, through short writes and interruptions.
+    private static func write(_ bytes: [UInt8], to descriptor: Int32) throws {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw OutputError(reason: String(cString: strerror(errno)))
+            }
+            written += result
+        }
+    }
+}
+
+/// Writing to stdout failed (a closed pipe, a full disk).
+struct OutputError: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { "cannot write the output: \(reason)" }
 }

@@ -194,8 +194,8 @@ struct ResolveCommand: AsyncParsableCommand {
     }
 }
 
-/// The sources a `resolve` asks, made from its settings, and how it asks them.
-private struct Sources {
+/// The sources a `resolve` (or a `fetch`) asks, made from its settings, and how it asks them.
+struct Sources {
     private let resolver: HostResolver?
     private let cache: ResolverCache?
     private let shutdowns: [@Sendable () async -> Void]
@@ -258,6 +258,11 @@ private struct Sources {
         let trustedSource = cache!.source is NativeServiceSource || cache!.source is DoHSource
         let verdict = trustedSource ? .ok : guardOnly.judge(resolution.addresses, host: host, trusted: nil)
         return HostResolver.Answer(resolution: resolution, fallback: false, verdict: verdict)
+    }
+
+    /// The policy as a ``HostResolver``: the one made for `auto`, else the one source with no fallback.
+    func hostResolver() throws -> HostResolver {
+        try resolver ?? HostResolver(trusted: cache!.source, fallbacks: [])
     }
 
     func shutdown() async {

@@ -36,12 +36,116 @@ struct FetchCommandTests {
         (["http:///x", "--dry-run"], "the host is empty"),
         (["http://a.example/", "--dry-run", "-H", "no colon"], "-H takes 'Name: value'"),
         (["http://a.example/", "--dry-run", "--compat", "ios"], "--compat takes apple"),
-        (["http://a.example/"], "sending requests is not built yet"),
+        (["http://a.example/", "--adapter", "curl"], "--adapter takes asynchttpclient or urlsession"),
+        (["http://a.example/", "--max-redirects=-1"], "--max-redirects takes 0 or more"),
+        (["http://a.example/", "--dns", "not-an-address"], "dns"),
     ])
     func badInputExits2SayingWhy(_ arguments: [String], _ fragment: String) async throws {
         let run = try await ChildProcess.run(executable: try ServiceProcess.executablePath(), arguments: ["fetch"] + arguments)
         #expect(run.status == .exited(2), "\(run)")
         #expect(run.stderr.contains(fragment), "\(run)")
         #expect(run.stdout.isEmpty)
+    }
+}
+
+/// `httpdns fetch` sending, as a process: resolved by c-ares from a dnsmasq that knows the origin's names, sent to
+/// nginx over HTTPS with the names kept, through either adapter.
+@Suite("httpdns fetch against nginx, the built executable", .timeLimit(.minutes(2)))
+struct FetchSendingTests {
+    struct Stage {
+        let origin: NginxServer
+        let dns: DNSMasqServer
+        let certificate: String
+
+        func url(_ name: String, _ path: String) -> String { "https://\(name):\(origin.port)\(path)" }
+
+        func fetch(_ arguments: [String]) async throws -> ChildProcess.Completion {
+            try await ChildProcess.run(
+                executable: try ServiceProcess.executablePath(),
+                arguments: ["fetch"] + arguments + ["--dns", "\(dns.address)", "--cacert", certificate]
+            )
+        }
+    }
+
+    static func withStage(_ body: (Stage) async throws -> Void) async throws {
+        try await TestCertificate.with(subjectAltName: "DNS:a.test,DNS:b.test") { certificate, key in
+            try await withNginx(names: ["a.test", "b.test"], certificate: certificate, key: key) { origin in
+                let records = ["a.test", "b.test", "c.test"].map { "host-record=\($0),\(origin.address),300" }
+                try await withDNSMasq(records: records) { dns in
+                    try await body(Stage(origin: origin, dns: dns, certificate: certificate))
+                }
+            }
+        }
+    }
+
+    @Test(arguments: ["asynchttpclient", "urlsession"])
+    func theBodyGoesToStdoutAndTheNameIsKept(_ adapter: String) async throws {
+        try await Self.withStage { stage in
+            let run = try await stage.fetch([stage.url("a.test", "/path"), "--adapter", adapter, "-v"])
+            #expect(run.status == .exited(0), "\(run)")
+            #expect(run.stdout == "sni=a.test host=a.test:\(stage.origin.port)\n")
+            #expect(run.stderr.contains("> Host: a.test:\(stage.origin.port)"), "\(run)")
+            #expect(run.stderr.contains("< 200"), "\(run)")
+            #expect(run.stderr.contains("* cache storage policy: allowedInMemoryOnly"), "\(run)")
+            if adapter == "asynchttpclient" {
+                #expect(run.stderr.contains("* connected to \(stage.origin.address), SNI a.test"), "\(run)")
+            }
+        }
+    }
+
+    @Test(arguments: ["asynchttpclient", "urlsession"])
+    func redirectsAndBodiesGoThroughThePipeline(_ adapter: String) async throws {
+        try await Self.withStage { stage in
+            let chain = try await stage.fetch([stage.url("a.test", "/redirect/302/b.test/redirect/307/a.test/echo"), "-d", "x=1&y=2", "--adapter", adapter])
+            #expect(chain.status == .exited(0), "\(chain)")
+            // 302 turns the POST into a GET without its body; the 307 after it keeps that GET.
+            #expect(chain.stdout == "method=GET body=", "\(chain)")
+            let post = try await stage.fetch([stage.url("b.test", "/redirect/307/a.test/echo"), "-d", "x=1&y=2", "--adapter", adapter])
+            #expect(post.stdout == "method=POST body=x=1&y=2", "\(post)")
+            let kept = try await stage.fetch([stage.url("a.test", "/redirect/301/b.test/"), "--max-redirects", "0", "--adapter", adapter, "--json"])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(kept.stdout.utf8)) as? [String: Any], "\(kept)")
+            #expect(object["status"] as? Int == 301)
+        }
+    }
+
+    @Test func jsonHasTheResponseAndWhereItCameFrom() async throws {
+        try await Self.withStage { stage in
+            let run = try await stage.fetch([stage.url("b.test", "/x"), "--json"])
+            #expect(run.status == .exited(0), "\(run)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
+            #expect(object["status"] as? Int == 200)
+            #expect(object["connectedAddress"] as? String == stage.origin.address)
+            #expect(object["serverName"] as? String == "b.test")
+            #expect(object["cacheStoragePolicy"] as? String == "allowedInMemoryOnly")
+            #expect(object["body"] as? String == "sni=b.test host=b.test:\(stage.origin.port)\n")
+            // Names as received: lowercase over HTTP/2, which nginx speaks here.
+            let responseHeaders = (object["responseHeaders"] as? [String: String]) ?? [:]
+            #expect(responseHeaders.first { $0.key.lowercased() == "content-type" }?.value == "text/plain", "\(responseHeaders)")
+            #expect((object["headers"] as? [String: String])?["Host"] == "b.test:\(stage.origin.port)")
+        }
+    }
+
+    @Test func failuresExit1SayingWhy() async throws {
+        try await Self.withStage { stage in
+            let wrong = try await stage.fetch([stage.url("c.test", "/")])
+            #expect(wrong.status == .exited(1), "\(wrong)")
+            #expect(wrong.stderr.contains("certificate of c.test"), "\(wrong)")
+            #expect(wrong.stdout.isEmpty)
+            let missing = try await stage.fetch([stage.url("missing.test", "/")])
+            #expect(missing.status == .exited(1), "\(missing)")
+            #expect(missing.stderr.contains("missing.test could not be resolved"), "\(missing)")
+        }
+    }
+
+    /// 50 MB through stdout without holding it: the process's peak memory grows by far less than the body.
+    @Test func aLargeBodyStreamsInBoundedMemory() async throws {
+        try await Self.withStage { stage in
+            let small = try await stage.fetch([stage.url("a.test", "/")])
+            let large = try await stage.fetch([stage.url("a.test", "/large")])
+            #expect(large.status == .exited(0), "\(large.status) \(large.stderr)")
+            #expect(large.stdout.utf8.count == NginxServer.largeFileBytes)
+            let growthKiB = large.maxResidentKiB - small.maxResidentKiB
+            #expect(growthKiB < 20 * 1024, "peak memory \(small.maxResidentKiB) KiB for a small body, \(large.maxResidentKiB) KiB for 50 MB")
+        }
     }
 }

@@ -1,0 +1,248 @@
+import AsyncHTTPClient
+import Foundation
+import FoundationNetworking
+import HTTPDNSInterceptor
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// The URLSession adapter: a FoundationNetworking `URLProtocol` that forwards the http and https requests it takes
+/// through an ``InterceptingHTTPClient``, never through URLSession itself (which cannot check a certificate for the
+/// original name once the URL holds an address).
+///
+/// ```swift
+/// let configuration = URLSessionConfiguration.default
+/// HTTPDNSURLProtocol.install(interceptor, into: configuration)
+/// let session = URLSession(configuration: configuration)
+/// let (data, response) = try await session.data(from: url)
+/// ```
+///
+/// What it does for URLSession, which does not do it for a custom protocol on Linux:
+/// - **Redirects** are followed inside the interceptor (URLSession's `wasRedirectedTo` ends in `fatalError`). The
+///   response's URL is the last hop's.
+/// - **Cookies**: `Set-Cookie` of the final response is stored into the configuration's cookie storage, and a
+///   request without a `Cookie` field gets the stored ones, when `httpShouldSetCookies` and the request's
+///   `httpShouldHandleCookies` allow.
+/// - **The cache storage policy** is handed to URLSession, and a response it allows (up to 1 MiB) is stored into the
+///   configuration's `urlCache` by the adapter itself.
+///
+/// Bodies: URLSession keeps only the last piece a protocol loads for completion-handler and `data(for:)` tasks, so
+/// this class hands the whole body over at the end. For sessions with a data delegate that wants pieces as they
+/// arrive, install ``HTTPDNSStreamingURLProtocol`` (`streaming: true`) instead.
+///
+/// Not possible: upload tasks' bodies (`uploadTask(with:from:)`), which URLSession keeps from protocols — put the
+/// body in the request's `httpBody` or `httpBodyStream` instead; and the cookies set by intermediate redirects.
+open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
+    /// What the installed protocol forwards through, and the configuration's stores.
+    struct Installation: Sendable {
+        let client: InterceptingHTTPClient
+        let cookies: HTTPCookieStorage?
+        let setsCookies: Bool
+        let cache: URLCache?
+        let timeout: TimeAmount
+    }
+
+    private static let installation = Mutex<Installation?>(nil)
+    /// The property that marks a request as handled (the reference's recursion marker). URLProtocol properties do
+    /// not survive every request copy on Linux, so ``InterceptingHTTPClient/handledMarker`` is honoured too.
+    public static let handledProperty = "HTTPDNSHandled"
+    /// The most of a body kept to store into the URL cache.
+    static let maxCachedBodyBytes = 1 << 20
+
+    /// Puts the protocol first in `configuration.protocolClasses` (`URLProtocol.registerClass` does not take http
+    /// and https on Linux), forwarding through `client`. One client per process: a later call replaces it.
+    /// - Parameter streaming: hand the body over in pieces as it arrives, for sessions with a data delegate.
+    public static func install(_ client: InterceptingHTTPClient, into configuration: URLSessionConfiguration, streaming: Bool = false) {
+        let timeout = TimeAmount.nanoseconds(Int64(configuration.timeoutIntervalForRequest * 1_000_000_000))
+        installation.withLock {
+            $0 = Installation(
+                client: client,
+                cookies: configuration.httpCookieStorage,
+                setsCookies: configuration.httpShouldSetCookies,
+                cache: configuration.urlCache,
+                timeout: timeout
+            )
+        }
+        let protocolClass: AnyClass = streaming ? HTTPDNSStreamingURLProtocol.self : HTTPDNSURLProtocol.self
+        configuration.protocolClasses = [protocolClass] + (configuration.protocolClasses ?? []).filter { $0 != protocolClass }
+    }
+
+    /// Whether pieces are handed over as they arrive.
+    open class var streamsBody: Bool { false }
+
+    private let loading = Mutex<Task<Void, Never>?>(nil)
+
+    override open class func canInit(with request: URLRequest) -> Bool {
+        guard let installation = installation.withLock({ $0 }), let url = request.url,
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            property(forKey: handledProperty, in: request) == nil,
+            request.value(forHTTPHeaderField: InterceptingHTTPClient.handledMarker) == nil
+        else { return false }
+        guard let canonical = try? CanonicalRequest.normalize(method: request.httpMethod ?? "GET", url: url.absoluteString) else {
+            // A URL the pipeline cannot send: taken, so that the error says why, rather than sent around it.
+            return true
+        }
+        if case .take = installation.client.decide(canonical) { return true }
+        return false
+    }
+
+    override open class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    override open func startLoading() {
+        guard let installation = Self.installation.withLock({ $0 }) else {
+            client?.urlProtocol(self, didFailWithError: URLError(.unsupportedURL))
+            return
+        }
+        let box = ProtocolBox(self)
+        let request = self.request
+        // Never block the session's queue: the exchange runs in a task of its own.
+        loading.withLock { $0 = Task { await box.value.load(request, installation) } }
+    }
+
+    override open func stopLoading() {
+        loading.withLock { $0?.cancel() }
+    }
+
+    private func load(_ request: URLRequest, _ installation: Installation) async {
+        guard let url = request.url else { return }
+        var headers = HTTPHeaders()
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
+        if installation.setsCookies, request.httpShouldHandleCookies, headers["cookie"].isEmpty,
+            let cookies = installation.cookies?.cookies(for: url), !cookies.isEmpty
+        {
+            for (name, value) in HTTPCookie.requestHeaderFields(with: cookies) { headers.add(name: name, value: value) }
+        }
+        let method = request.httpMethod ?? "GET"
+        let timeout = request.timeoutInterval > 0 ? TimeAmount.nanoseconds(Int64(request.timeoutInterval * 1_000_000_000)) : installation.timeout
+        let response: InterceptingHTTPClient.Response
+        do {
+            if let stream = request.httpBodyStream {
+                var forwarded = HTTPClientRequest(url: url.absoluteString)
+                forwarded.method = HTTPMethod(rawValue: method)
+                forwarded.headers = headers
+                let length = headers.first(name: "content-length").flatMap(Int64.init)
+                forwarded.body = .stream(InputStreamBytes(stream), length: length.map { .known($0) } ?? .unknown)
+                response = try await installation.client.execute(forwarded, timeout: timeout)
+            } else {
+                response = try await installation.client.execute(
+                    method: method, url: url.absoluteString, headers: headers, body: request.httpBody.map { ByteBuffer(bytes: $0) }, timeout: timeout
+                )
+            }
+        } catch {
+            client?.urlProtocol(self, didFailWithError: Self.urlError(error, url: url))
+            return
+        }
+        let finalURL = URL(string: response.request.url) ?? url
+        var fields: [String: String] = [:]
+        for header in response.response.headers {
+            fields[header.name] = fields[header.name].map { "\($0), \(header.value)" } ?? header.value
+        }
+        guard let head = HTTPURLResponse(url: finalURL, statusCode: Int(response.response.status.code), httpVersion: "HTTP/1.1", headerFields: fields) else {
+            client?.urlProtocol(self, didFailWithError: URLError(.badServerResponse))
+            return
+        }
+        if installation.setsCookies, request.httpShouldHandleCookies, let storage = installation.cookies {
+            let setCookies = response.response.headers["set-cookie"]
+            if !setCookies.isEmpty {
+                // One field per cookie: joined with commas they could not be told apart from an Expires date.
+                let cookies = setCookies.flatMap { HTTPCookie.cookies(withResponseHeaderFields: ["Set-Cookie": $0], for: finalURL) }
+                storage.setCookies(cookies, for: finalURL, mainDocumentURL: request.mainDocumentURL)
+            }
+        }
+        let policy = Self.storagePolicy(response.cacheStoragePolicy)
+        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: policy)
+        var kept = Data()
+        var keeping = policy != .notAllowed && installation.cache != nil
+        do {
+            for try await piece in response.response.body {
+                let data = Data(piece.readableBytesView)
+                if Self.streamsBody {
+                    client?.urlProtocol(self, didLoad: data)
+                    if keeping {
+                        kept.append(data)
+                        if kept.count > Self.maxCachedBodyBytes { (keeping, kept) = (false, Data()) }
+                    }
+                } else {
+                    kept.append(data)
+                }
+            }
+        } catch {
+            client?.urlProtocol(self, didFailWithError: Self.urlError(error, url: url))
+            return
+        }
+        if !Self.streamsBody, !kept.isEmpty { client?.urlProtocol(self, didLoad: kept) }
+        if keeping, kept.count <= Self.maxCachedBodyBytes, let cache = installation.cache {
+            cache.storeCachedResponse(CachedURLResponse(response: head, data: kept, userInfo: nil, storagePolicy: policy), for: request)
+        }
+        client?.urlProtocolDidFinishLoading(self)
+    }
+
+    static func storagePolicy(_ policy: CacheStoragePolicy) -> URLCache.StoragePolicy {
+        switch policy {
+        case .allowed: .allowed
+        case .allowedInMemoryOnly: .allowedInMemoryOnly
+        case .notAllowed: .notAllowed
+        }
+    }
+
+    /// The interceptor's error as the URLError a URLSession caller expects, with the interceptor's own message and
+    /// error kept in its user info.
+    static func urlError(_ error: any Error, url: URL) -> URLError {
+        let code: URLError.Code
+        switch (error as? InterceptorError)?.code {
+        case .invalidRequest?: code = .badURL
+        case .resolutionFailed?: code = .cannotFindHost
+        case .connectFailed?: code = .cannotConnectToHost
+        case .certificateRejected?: code = .serverCertificateUntrusted
+        case .timeout?: code = .timedOut
+        case .cancelled?: code = .cancelled
+        case .tooManyRedirects?: code = .httpTooManyRedirects
+        case .insecureRedirect?: code = .appTransportSecurityRequiresSecureConnection
+        case .transportFailed?, .shutdown?, nil: code = .networkConnectionLost
+        }
+        return URLError(code, userInfo: [NSLocalizedDescriptionKey: "\(error)", NSURLErrorFailingURLErrorKey: url, NSUnderlyingErrorKey: error])
+    }
+}
+
+/// ``HTTPDNSURLProtocol`` handing the body over in pieces as they arrive, for sessions whose data delegate reads
+/// them (`urlSession(_:dataTask:didReceive:)`). Completion-handler tasks would keep only the last piece.
+open class HTTPDNSStreamingURLProtocol: HTTPDNSURLProtocol, @unchecked Sendable {
+    override open class var streamsBody: Bool { true }
+}
+
+/// The protocol, carried into the task that loads for it. URLSession calls `startLoading` and `stopLoading` on its
+/// own queue; the client methods called from the task are URLSession's thread-safe entry points.
+private struct ProtocolBox: @unchecked Sendable {
+    let value: HTTPDNSURLProtocol
+    init(_ value: HTTPDNSURLProtocol) { self.value = value }
+}
+
+/// A request's `httpBodyStream` as byte buffers, read 64 KiB at a time.
+struct InputStreamBytes: AsyncSequence, @unchecked Sendable {
+    typealias Element = ByteBuffer
+    let stream: InputStream
+
+    init(_ stream: InputStream) { self.stream = stream }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let stream: InputStream
+        var opened = false
+
+        mutating func next() async throws -> ByteBuffer? {
+            if !opened {
+                stream.open()
+                opened = true
+            }
+            var bytes = [UInt8](repeating: 0, count: 64 * 1024)
+            let count = stream.read(&bytes, maxLength: bytes.count)
+            if count < 0 { throw stream.streamError ?? URLError(.cannotDecodeRawData) }
+            if count == 0 {
+                stream.close()
+                return nil
+            }
+            return ByteBuffer(bytes: bytes[..<count])
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: stream) }
+}
