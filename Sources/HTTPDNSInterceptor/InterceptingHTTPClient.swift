@@ -119,11 +119,17 @@ public final class InterceptingHTTPClient: Sendable {
         guard configuration.maxClients > 0 else {
             throw ConfigurationError(key: "maxClients", reason: "must be a positive number of clients, not \(configuration.maxClients)")
         }
-        guard configuration.connectTimeout > .zero, configuration.readTimeout > .zero else {
-            throw ConfigurationError(key: "timeout", reason: "the connect and read timeouts must be positive")
+        guard configuration.connectTimeout > .zero else {
+            throw ConfigurationError(key: "connectTimeout", reason: "must be positive, not \(configuration.connectTimeout)")
         }
-        guard configuration.tls.certificateVerification != .none else {
-            throw ConfigurationError(key: "tls", reason: "certificate verification cannot be turned off: the certificate must hold the original host")
+        guard configuration.readTimeout > .zero else {
+            throw ConfigurationError(key: "readTimeout", reason: "must be positive, not \(configuration.readTimeout)")
+        }
+        guard configuration.tls.certificateVerification == .fullVerification else {
+            throw ConfigurationError(
+                key: "tls",
+                reason: "certificate verification cannot be turned off, in whole or for the host name: the certificate must hold the original host"
+            )
         }
         guard !configuration.families.isEmpty else {
             throw ConfigurationError(key: "families", reason: "must hold IPv4, IPv6 or both")
@@ -167,14 +173,23 @@ public final class InterceptingHTTPClient: Sendable {
         case take(HostName)
         /// Send the request as given.
         case pass(PassReason)
+        /// Refuse it: the host is neither an address nor a name DNS can hold (`a_b.example`). Passing it would
+        /// resolve it around HTTPDNS.
+        case refuse(HostNameError)
     }
 
-    /// Whether the pipeline takes a request to `canonical`, or passes it as given.
+    /// Whether the pipeline takes a request to `canonical`, passes it as given, or refuses it.
     public func decide(_ canonical: CanonicalRequest) -> Decision {
         if canonical.headers.contains(where: { $0.name.lowercased() == Self.handledMarker.lowercased() }) {
             return .pass(.alreadyHandled)
         }
-        guard let name = canonical.nameToResolve, let host = try? HostName(name) else { return .pass(.addressLiteral) }
+        guard let name = canonical.nameToResolve else { return .pass(.addressLiteral) }
+        let host: HostName
+        do {
+            host = try HostName(name)
+        } catch {
+            return .refuse(error)
+        }
         if configuration.excludedHosts.matches(host) { return .pass(.excluded) }
         return .take(host)
     }
@@ -323,6 +338,8 @@ public final class InterceptingHTTPClient: Sendable {
             }
         case .take(let name):
             host = name
+        case .refuse(let error):
+            throw InterceptorError(.invalidRequest, "\(error)")
         }
         let answer: HostResolver.Answer
         do {

@@ -10,8 +10,8 @@ public struct Redirect: Sendable, Hashable {
     public var url: String
     /// The caller's fields for the next request.
     public var headers: [CanonicalRequest.Header]
-    /// Whether the request body is sent again: for 307 and 308, which keep the method. The others change a POST
-    /// to a GET, which has no body.
+    /// Whether the request body (if any) is sent again: yes unless the redirect made the request a GET (or a HEAD
+    /// after a 303), which has none.
     public var keepsBody: Bool
 
     /// The fields that describe a body, dropped with it.
@@ -36,25 +36,38 @@ public struct Redirect: Sendable, Hashable {
             throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that is not a URL: '\(location)'")
         }
         let url = target.absoluteString
-        let scheme = target.scheme?.lowercased()
-        if from.scheme == "https", scheme == "http", !allowingInsecure {
+        // The next hop as the pipeline will send it: its origin is compared in canonical form (an IPv6 literal in
+        // brackets and RFC 5952 form, the host lowercased), and a Location the pipeline cannot send is refused here.
+        let next: CanonicalRequest
+        do {
+            guard let canonical = try CanonicalRequest.normalize(method: method, url: url) else {
+                throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that is not http or https: '\(location)'")
+            }
+            next = canonical
+        } catch let error as CanonicalRequestError {
+            throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that cannot be sent: \(error.reason)")
+        } catch let error as InterceptorError {
+            throw error
+        } catch {
+            throw InterceptorError(.invalidRequest, "\(error)")
+        }
+        if from.scheme == "https", next.scheme == "http", !allowingInsecure {
             throw InterceptorError(.insecureRedirect, "\(from.url) redirects to \(url), from https to http; refused")
         }
-        // 303: GET (HEAD stays HEAD). 301 and 302: a POST becomes a GET, as every user agent does (§15.4.2, §15.4.3).
-        var next = Redirect(method: method, url: url, headers: headers, keepsBody: status == 307 || status == 308)
-        if (status == 303 && method != "HEAD") || ((status == 301 || status == 302) && method == "POST") {
-            next.method = "GET"
-            next.keepsBody = false
+        // 303: GET (HEAD stays HEAD). 301 and 302: a POST becomes a GET, as every user agent does (§15.4.2,
+        // §15.4.3); any other method is kept, and so is its body.
+        var redirect = Redirect(method: method, url: url, headers: headers, keepsBody: true)
+        if status == 303 || ((status == 301 || status == 302) && method == "POST") {
+            if method != "HEAD" { redirect.method = "GET" }
+            redirect.keepsBody = false
+            redirect.headers.removeAll { bodyFields.contains($0.name.lowercased()) }
         }
-        if !next.keepsBody {
-            next.headers.removeAll { bodyFields.contains($0.name.lowercased()) }
-        }
-        let sameOrigin = scheme == from.scheme && target.host?.lowercased() == from.host.lowercased()
-            && (target.port ?? defaultPort(scheme)) == (from.port ?? defaultPort(from.scheme))
+        let sameOrigin = next.scheme == from.scheme && next.host == from.host
+            && (next.port ?? defaultPort(next.scheme)) == (from.port ?? defaultPort(from.scheme))
         if !sameOrigin {
-            next.headers.removeAll { credentialFields.contains($0.name.lowercased()) }
+            redirect.headers.removeAll { credentialFields.contains($0.name.lowercased()) }
         }
-        return next
+        return redirect
     }
 
     private static func defaultPort(_ scheme: String?) -> Int? {

@@ -6,6 +6,7 @@ import Foundation
 /// that:
 /// - `/redirect/STATUS/NAME/PATH` redirects with STATUS (301, 302, 303, 307, 308) to `https://NAME:port/PATH`;
 ///   `/loop` redirects to itself, and `/insecure` to http;
+/// - `/set-cookie` sets the cookie `session=abc`, and `/cookie` answers `cookie=` and the Cookie field it got;
 /// - `/echo` answers `method=METHOD body=BODY` with the request's own method and body (up to 1 MiB), and the SNI and
 ///   Host in `X-Seen`;
 /// - `/large` is ``largeFileBytes`` of zeros.
@@ -66,6 +67,8 @@ public final class NginxServer: Sendable {
                     # /redirect/STATUS/NAME/PATH: a STATUS redirect to https://NAME:port/PATH.
                     \(redirects)
                     location = /loop { return 302 /loop; }
+                    location = /set-cookie { add_header Set-Cookie "session=abc; Path=/" always; return 200 "set\\n"; }
+                    location = /cookie { return 200 "cookie=$http_cookie\\n"; }
                     location = /insecure { return 302 http://$host:$server_port/; }
                     # The method and body as received, and the SNI and Host: the body is read by the proxy module
                     # and put into the sink's answer in place of its marker.

@@ -82,8 +82,10 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
             // A URL the pipeline cannot send: taken, so that the error says why, rather than sent around it.
             return true
         }
-        if case .take = installation.client.decide(canonical) { return true }
-        return false
+        switch installation.client.decide(canonical) {
+        case .take, .refuse: return true  // A refused host is taken, so that its error says why.
+        case .pass: return false
+        }
     }
 
     override open class func canonicalRequest(for request: URLRequest) -> URLRequest { request }

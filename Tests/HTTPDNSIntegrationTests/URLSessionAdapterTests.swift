@@ -44,6 +44,20 @@ struct URLSessionAdapterTests {
         }
     }
 
+    /// URLSession does not store a custom protocol's cookies; the adapter does, into the configuration's storage, and
+    /// sends them back.
+    @Test func cookiesGoToTheConfigurationsStorageAndBack() async throws {
+        try await Self.withSession { session, stage, _ in
+            _ = try await session.data(from: URL(string: stage.url("a.test", "/set-cookie"))!)
+            let cookies = session.configuration.httpCookieStorage?.cookies(for: URL(string: stage.url("a.test", "/"))!) ?? []
+            #expect(cookies.map(\.name) == ["session"])
+            let (data, _) = try await session.data(from: URL(string: stage.url("a.test", "/cookie"))!)
+            #expect(String(decoding: data, as: UTF8.self) == "cookie=session=abc\n")
+            let (other, _) = try await session.data(from: URL(string: stage.url("b.test", "/cookie"))!)
+            #expect(String(decoding: other, as: UTF8.self) == "cookie=\n", "another host's cookies are its own")
+        }
+    }
+
     @Test func aCompletionHandlerGetsTheWholeBody() async throws {
         try await Self.withSession { session, stage, _ in
             let result: (Data?, URLResponse?, (any Error)?) = await withCheckedContinuation { continuation in
