@@ -17,8 +17,8 @@ import Synchronization
 /// here with its ``CacheStoragePolicy`` and where it was sent.
 ///
 /// For each request (and each redirect hop):
-/// 1. **Take it or pass it.** A request to an address literal, to an excluded host, or marked as already handled is
-///    passed: sent as given through a plain client.
+/// 1. **Take it or pass it.** A request to an address literal or to an excluded host is passed: sent as given
+///    through a plain client.
 /// 2. **Canonicalise** it (``CanonicalRequest``), **resolve** its host through the resolver, and **send** it to the
 ///    answer's addresses in the configured order. When connecting to one fails before the request was sent, the next
 ///    is tried (`httpdns_connect_failovers_total`); a certificate that is not valid for the host fails the request at
@@ -89,13 +89,7 @@ public final class InterceptingHTTPClient: Sendable {
         case addressLiteral
         /// The host is in ``Configuration/excludedHosts``.
         case excluded
-        /// The request carries the handled marker: another interceptor layer took it already.
-        case alreadyHandled
     }
-
-    /// The header that marks a request as handled, so that no interceptor takes it twice (the reference's recursion
-    /// marker). The pipeline never sends it on.
-    public static let handledMarker = "X-HTTPDNS-Handled"
 
     public let configuration: Configuration
     public let resolver: HostResolver
@@ -180,9 +174,6 @@ public final class InterceptingHTTPClient: Sendable {
 
     /// Whether the pipeline takes a request to `canonical`, passes it as given, or refuses it.
     public func decide(_ canonical: CanonicalRequest) -> Decision {
-        if canonical.headers.contains(where: { $0.name.lowercased() == Self.handledMarker.lowercased() }) {
-            return .pass(.alreadyHandled)
-        }
         guard let name = canonical.nameToResolve else { return .pass(.addressLiteral) }
         let host: HostName
         do {
@@ -275,24 +266,28 @@ public final class InterceptingHTTPClient: Sendable {
 
             let sent = try await sendHop(request, canonical: canonical, deadline: deadline, logger: logger)
             let status = Int(sent.response.status.code)
-            let location = sent.response.headers.first(name: "location")
+            // Not a redirect, or no hop allowed (0: the redirect is the answer, whatever its Location says).
+            guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
+                return finish(sent, canonical: canonical, redirects: redirects)
+            }
             let next = try Redirect.follow(
-                status: status, location: location, method: canonical.method, from: canonical, headers: fields,
-                allowingInsecure: configuration.allowsInsecureRedirects
+                status: status, location: sent.response.headers.first(name: "location"), method: canonical.method, from: canonical,
+                headers: fields, allowingInsecure: configuration.allowsInsecureRedirects
             )
-            // Not a redirect; or no hop left (0 hops: the redirect is the answer); or a body the caller streamed,
-            // which cannot be sent again: the redirect is the answer, as AsyncHTTPClient does.
+            // No Location; or a body the caller streamed, which cannot be sent again: the redirect is the answer, as
+            // AsyncHTTPClient does.
             let cannotReplay: Bool
             if case .opaque = body, next?.keepsBody == true { cannotReplay = true } else { cannotReplay = false }
-            guard let next, configuration.maxRedirects > 0, !cannotReplay else {
+            guard let next, !cannotReplay else {
                 return finish(sent, canonical: canonical, redirects: redirects)
             }
             guard redirects < configuration.maxRedirects else {
-                throw InterceptorError(.tooManyRedirects, "\(original.url) was redirected more than \(configuration.maxRedirects) times; the last to \(next.url)")
+                throw InterceptorError(.tooManyRedirects, "\(canonical.host) was redirected more than \(configuration.maxRedirects) times; the last to \(next.url)")
             }
             redirects += 1
-            // Read what is left of the redirect's own body, so its connection can serve again; a large one is dropped.
-            _ = try? await sent.response.body.collect(upTo: 64 * 1024)
+            // The redirect's own body is dropped unread (its connection closes): reading it would not be bounded by
+            // the request's deadline, which AsyncHTTPClient stops watching once the head arrives.
+            _ = consume sent
             logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
             method = next.method
             url = next.url
@@ -329,8 +324,6 @@ public final class InterceptingHTTPClient: Sendable {
         switch decide(canonical) {
         case .pass(let reason):
             logger.trace("passing a request", metadata: ["url": "\(canonical.url)", "reason": "\(reason.rawValue)"])
-            var request = request
-            request.headers.remove(name: Self.handledMarker)
             do {
                 return Hop(response: try await passthrough.execute(request, deadline: deadline, logger: logger), address: nil, fallback: false)
             } catch {

@@ -43,8 +43,9 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
     }
 
     private static let installation = Mutex<Installation?>(nil)
-    /// The property that marks a request as handled (the reference's recursion marker). URLProtocol properties do
-    /// not survive every request copy on Linux, so ``InterceptingHTTPClient/handledMarker`` is honoured too.
+    /// The property that marks a request as handled (the reference's recursion marker): a request carrying it is
+    /// left to URLSession. The adapter itself never hands a request back to URLSession, so this is for layers
+    /// above it. Not a header: a header could come from outside the process and steer a request around HTTPDNS.
     public static let handledProperty = "HTTPDNSHandled"
     /// The most of a body kept to store into the URL cache.
     static let maxCachedBodyBytes = 1 << 20
@@ -53,7 +54,8 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
     /// and https on Linux), forwarding through `client`. One client per process: a later call replaces it.
     /// - Parameter streaming: hand the body over in pieces as it arrives, for sessions with a data delegate.
     public static func install(_ client: InterceptingHTTPClient, into configuration: URLSessionConfiguration, streaming: Bool = false) {
-        let timeout = TimeAmount.nanoseconds(Int64(configuration.timeoutIntervalForRequest * 1_000_000_000))
+        let seconds = configuration.timeoutIntervalForRequest > 0 ? min(configuration.timeoutIntervalForRequest, 86_400) : 60
+        let timeout = TimeAmount.milliseconds(Int64(seconds * 1000))
         installation.withLock {
             $0 = Installation(
                 client: client,
@@ -75,8 +77,7 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
     override open class func canInit(with request: URLRequest) -> Bool {
         guard let installation = installation.withLock({ $0 }), let url = request.url,
             let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            property(forKey: handledProperty, in: request) == nil,
-            request.value(forHTTPHeaderField: InterceptingHTTPClient.handledMarker) == nil
+            property(forKey: handledProperty, in: request) == nil
         else { return false }
         guard let canonical = try? CanonicalRequest.normalize(method: request.httpMethod ?? "GET", url: url.absoluteString) else {
             // A URL the pipeline cannot send: taken, so that the error says why, rather than sent around it.
@@ -115,7 +116,10 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
             for (name, value) in HTTPCookie.requestHeaderFields(with: cookies) { headers.add(name: name, value: value) }
         }
         let method = request.httpMethod ?? "GET"
-        let timeout = request.timeoutInterval > 0 ? TimeAmount.nanoseconds(Int64(request.timeoutInterval * 1_000_000_000)) : installation.timeout
+        // The request's own interval when it is not URLRequest's default (60 s), else the configuration's; at most a
+        // day, so the conversion cannot overflow.
+        let interval = request.timeoutInterval > 0 && request.timeoutInterval != 60 ? request.timeoutInterval : nil
+        let timeout = interval.map { TimeAmount.milliseconds(Int64(min($0, 86_400) * 1000)) } ?? installation.timeout
         let response: InterceptingHTTPClient.Response
         do {
             if let stream = request.httpBodyStream {
@@ -137,7 +141,11 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
         let finalURL = URL(string: response.request.url) ?? url
         var fields: [String: String] = [:]
         for header in response.response.headers {
-            fields[header.name] = fields[header.name].map { "\($0), \(header.value)" } ?? header.value
+            // On a 401, FoundationNetworking answers a WWW-Authenticate challenge itself: it traps on one without a
+            // realm, waits forever without a credential, and otherwise resends through its own transport, around
+            // HTTPDNS. The challenge is handed over as X-HTTPDNS-WWW-Authenticate instead.
+            let name = response.response.status.code == 401 && header.name.lowercased() == "www-authenticate" ? "X-HTTPDNS-WWW-Authenticate" : header.name
+            fields[name] = fields[name].map { "\($0), \(header.value)" } ?? header.value
         }
         guard let head = HTTPURLResponse(url: finalURL, statusCode: Int(response.response.status.code), httpVersion: "HTTP/1.1", headerFields: fields) else {
             client?.urlProtocol(self, didFailWithError: URLError(.badServerResponse))
@@ -152,7 +160,9 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
             }
         }
         let policy = Self.storagePolicy(response.cacheStoragePolicy)
-        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: policy)
+        // URLSession is told notAllowed: for a custom protocol it never stores, but with any other policy it keeps a
+        // copy of the whole body to do so. The adapter stores into the cache itself, below.
+        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
         var kept = Data()
         var keeping = policy != .notAllowed && installation.cache != nil
         do {

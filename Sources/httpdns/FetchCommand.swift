@@ -103,7 +103,9 @@ struct FetchCommand: AsyncParsableCommand {
             throw usage("\(error)")
         }
         if let maxRedirects, maxRedirects < 0 { throw usage("--max-redirects takes 0 or more, not \(maxRedirects)") }
-        if let timeoutMs, timeoutMs <= 0 { throw usage("--timeout-ms takes a positive number, not \(timeoutMs)") }
+        if let timeoutMs, timeoutMs <= 0 || timeoutMs > 86_400_000 {
+            throw usage("--timeout-ms takes a positive number of milliseconds up to a day, not \(timeoutMs)")
+        }
         let useURLSession: Bool
         switch adapter {
         case nil, "asynchttpclient": useURLSession = false
@@ -189,9 +191,12 @@ struct FetchCommand: AsyncParsableCommand {
         for field in fields { headers.add(name: field.name, value: field.value) }
         let timeout = TimeAmount.milliseconds(Int64(timeoutMs ?? 30_000))
         let head: FetchedHead
-        let body: AsyncThrowingStream<ByteBuffer, any Error>
+        let body: HTTPClientResponse.Body
         if urlSession {
-            (head, body) = try await URLSessionFetch.run(method: canonical.method, url: url, headers: fields, data: data, client: client, timeout: timeout)
+            let (urlSessionHead, pieces) = try await URLSessionFetch.run(
+                method: canonical.method, url: url, headers: fields, data: data, client: client, timeout: timeout
+            )
+            (head, body) = (urlSessionHead, .stream(pieces))
         } else {
             let response = try await client.execute(
                 method: canonical.method, url: url, headers: headers, body: data.map { ByteBuffer(string: $0) }, timeout: timeout
@@ -204,17 +209,8 @@ struct FetchCommand: AsyncParsableCommand {
                 connectedAddress: response.connectedAddress,
                 policy: response.cacheStoragePolicy
             )
-            body = AsyncThrowingStream { continuation in
-                let task = Task {
-                    do {
-                        for try await piece in response.response.body { continuation.yield(piece) }
-                        continuation.finish()
-                    } catch {
-                        continuation.finish(throwing: error)
-                    }
-                }
-                continuation.onTermination = { _ in task.cancel() }
-            }
+            // Read straight from AsyncHTTPClient, so its back pressure holds when stdout is slow.
+            body = response.response.body
         }
         if verbose {
             let sent = head.request

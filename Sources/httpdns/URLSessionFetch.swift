@@ -21,6 +21,7 @@ enum URLSessionFetch {
         configuration.timeoutIntervalForRequest = Double(timeout.nanoseconds) / 1e9
         HTTPDNSURLProtocol.install(client, into: configuration, streaming: true)
         var request = URLRequest(url: target)
+        request.timeoutInterval = Double(timeout.nanoseconds) / 1e9
         request.httpMethod = method
         for header in headers { request.addValue(header.value, forHTTPHeaderField: header.name) }
         request.httpBody = data.map { Data($0.utf8) }

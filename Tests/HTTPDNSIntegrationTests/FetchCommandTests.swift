@@ -105,6 +105,10 @@ struct FetchSendingTests {
             let kept = try await stage.fetch([stage.url("a.test", "/redirect/301/b.test/"), "--max-redirects", "0", "--adapter", adapter, "--json"])
             let object = try #require(try JSONSerialization.jsonObject(with: Data(kept.stdout.utf8)) as? [String: Any], "\(kept)")
             #expect(object["status"] as? Int == 301)
+            // 0 hops: the redirect is the answer, even one that would be refused if followed (https to http).
+            let insecure = try await stage.fetch([stage.url("a.test", "/insecure"), "--max-redirects", "0", "--adapter", adapter, "-v"])
+            #expect(insecure.status == .exited(0), "\(insecure)")
+            #expect(insecure.stderr.contains("< 302"), "\(insecure)")
         }
     }
 

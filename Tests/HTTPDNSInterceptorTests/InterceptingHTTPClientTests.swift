@@ -120,7 +120,6 @@ import Testing
         }
     }
 
-    static let marker = InterceptingHTTPClient.handledMarker
 
     static let decisions: [Decision] = [
         Decision(url: "https://a.example/", decision: .take("a.example")),
@@ -137,12 +136,6 @@ import Testing
         Decision(url: "https://db.internal.test/", decision: .pass(.excluded)),
         Decision(url: "https://DB.Internal.Test./", decision: .pass(.excluded)),
         Decision(url: "https://a.b.internal.test/", decision: .pass(.excluded)),
-        Decision(url: "https://a.example/", headers: [Header(marker, "1")], decision: .pass(.alreadyHandled)),
-        Decision(url: "https://a.example/", headers: [Header("x-httpdns-handled", "1")], decision: .pass(.alreadyHandled)),
-        Decision(url: "https://a.example/", headers: [Header("X-HTTPDNS-HANDLED", "")], decision: .pass(.alreadyHandled)),
-        Decision(url: "https://a.example/", headers: [Header("X-Trace", "1"), Header("x-Httpdns-Handled", "1")], decision: .pass(.alreadyHandled)),
-        Decision(url: "https://db.internal.test/", headers: [Header(marker, "1")], decision: .pass(.alreadyHandled)),
-        Decision(url: "http://192.0.2.1/", headers: [Header(marker, "1")], decision: .pass(.alreadyHandled)),
         Decision(url: "https://a.example/", headers: [Header("X-HTTPDNS-Handled-By", "1")], decision: .take("a.example")),
     ]
 
