@@ -148,6 +148,10 @@ public final class InterceptingHTTPClient: Sendable {
         origins = OriginClients(limit: configuration.maxClients) { key in
             var client = base
             client.dnsOverride = [key.host: key.address.description]
+            // NIOSSL would also take a certificate for the address connected to: the name is what must be proven.
+            let host = key.host
+            client.http1_1ConnectionDebugInitializer = { HostCertificateMismatch.check($0, host: host) }
+            client.http2ConnectionDebugInitializer = { HostCertificateMismatch.check($0, host: host) }
             return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
         }
         passthrough = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base)
@@ -376,6 +380,9 @@ public final class InterceptingHTTPClient: Sendable {
     /// made (so the request was never sent) is `connectFailed`, which lets the next address be tried.
     private func describe(_ error: any Error, host: String, address: IPAddress?) -> InterceptorError {
         let target = address.map { "\(host) at \($0)" } ?? host
+        if let mismatch = error as? HostCertificateMismatch {
+            return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(mismatch)")
+        }
         if let reason = CertificateRejection.reason(error) {
             return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(reason)")
         }

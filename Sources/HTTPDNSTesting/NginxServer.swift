@@ -21,10 +21,11 @@ public final class NginxServer: Sendable {
     private let process: ChildProcess
     private let directory: URL
 
-    /// Starts nginx for `names` (its `server_name`s) with `certificate` and `key` (PEM files).
-    public static func start(names: [String], certificate: String, key: String) async throws -> NginxServer {
-        try await LoopbackPeer.start { address, port in
-            try await NginxServer(address: address, port: port, names: names, certificate: certificate, key: key)
+    /// Starts nginx for `names` (its `server_name`s) with `certificate` and `key` (PEM files), on `address` when
+    /// given (a certificate for the address needs it known beforehand), else on a random 127.0.0.x.
+    public static func start(names: [String], certificate: String, key: String, address: String? = nil) async throws -> NginxServer {
+        try await LoopbackPeer.start { randomAddress, port in
+            try await NginxServer(address: address ?? randomAddress, port: port, names: names, certificate: certificate, key: key)
         }
     }
 

@@ -116,6 +116,30 @@ struct InterceptorAgainstNginxTests {
         }
     }
 
+    /// A certificate that holds only the address connected to, not the name: NIOSSL alone would take it (an IP SAN
+    /// matching the socket's address), which would let anyone with a certificate for their own address answer for
+    /// any name a lying resolver points at them. Refused, over HTTP/2 (nginx's choice) and HTTP/1.1, and the
+    /// interceptor shuts down cleanly afterwards.
+    @Test(arguments: [false, true])
+    func aCertificateForTheAddressAloneIsRefused(_ http1Only: Bool) async throws {
+        let address = "127.0.0.\(Int.random(in: 2...254))"
+        try await TestCertificate.with(subjectAltName: "IP:\(address)") { certificate, key in
+            let origin = try await NginxServer.start(names: ["a.test"], certificate: certificate, key: key, address: address)
+            defer { origin.stop() }
+            let trusted = StaticSource(["a.test": .addresses(ipv4: [origin.address], ipv6: [], ttl: 300)], name: "httpdns")
+            var configuration = InterceptingHTTPClient.Configuration()
+            configuration.tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(certificate))]
+            if http1Only { configuration.tls.applicationProtocols = ["http/1.1"] }
+            let client = try InterceptingHTTPClient(resolver: try HostResolver(trusted: trusted, fallbacks: []), configuration: configuration)
+            let error = await #expect(throws: InterceptorError.self) {
+                _ = try await client.execute(HTTPClientRequest(url: "https://a.test:\(origin.port)/"), timeout: .seconds(30))
+            }
+            #expect(error?.code == .certificateRejected, "\(String(describing: error))")
+            #expect(error?.message.contains("does not hold a.test as a DNS name") == true, "\(String(describing: error))")
+            await client.shutdown()
+        }
+    }
+
     /// H9: the first address of the answer is dead; the second serves, and the failover is counted.
     @Test func whenTheFirstAddressIsDeadTheNextServes() async throws {
         let metrics = TestMetrics()
