@@ -331,21 +331,14 @@ public final class InterceptingHTTPClient: Sendable {
             do {
                 return Hop(response: try await passthrough.execute(request, deadline: deadline, logger: logger), address: nil, fallback: false)
             } catch {
-                throw describe(error, host: canonical.host, address: nil)
+                throw describe(error, host: canonical.host, address: nil, method: canonical.method)
             }
         case .take(let name):
             host = name
         case .refuse(let error):
             throw InterceptorError(.invalidRequest, "\(error)")
         }
-        let answer: HostResolver.Answer
-        do {
-            answer = try await resolver.resolve(host, families: configuration.families)
-        } catch let error as ResolutionError {
-            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
-        } catch {
-            throw InterceptorError(Task.isCancelled ? .cancelled : .resolutionFailed, "\(host) could not be resolved: \(error)")
-        }
+        let answer = try await resolve(host, before: deadline)
         let resolution = answer.resolution
         let addresses: [IPAddress] = configuration.addressOrder == .ipv4First
             ? resolution.ipv4.map(IPAddress.v4) + resolution.ipv6.map(IPAddress.v6)
@@ -364,7 +357,7 @@ public final class InterceptingHTTPClient: Sendable {
                 leased.body = .stream(LeasedBody(base: response.body, lease: lease))
                 return Hop(response: leased, address: address, fallback: answer.fallback)
             } catch {
-                let failure = describe(error, host: canonical.host, address: address)
+                let failure = describe(error, host: canonical.host, address: address, method: canonical.method)
                 guard failure.code == .connectFailed else { throw failure }
                 failures.append(failure.message)
                 if index + 1 < addresses.count {
@@ -376,9 +369,39 @@ public final class InterceptingHTTPClient: Sendable {
         throw InterceptorError(.connectFailed, "no address of \(host) could be connected to: \(failures.joined(separator: "; "))")
     }
 
+    /// The resolver's answer for `host`, within the request's deadline: a cache hit at once, else the lookup raced
+    /// against what is left of the deadline (the lookup itself goes on for whoever else waits on it).
+    private func resolve(_ host: HostName, before deadline: NIODeadline) async throws(InterceptorError) -> HostResolver.Answer {
+        let families = configuration.families
+        do {
+            return try await withThrowingTaskGroup(of: HostResolver.Answer?.self) { group in
+                group.addTask { try await self.resolver.resolve(host, families: families) }
+                group.addTask {
+                    let left = deadline.uptimeNanoseconds.subtractingReportingOverflow(NIODeadline.now().uptimeNanoseconds)
+                    try await Task.sleep(nanoseconds: left.overflow ? 0 : left.partialValue)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let answer = first else {
+                    throw InterceptorError(.timeout, "\(host) was not resolved before the request's deadline")
+                }
+                return answer
+            }
+        } catch let error as InterceptorError {
+            throw error
+        } catch let error as ResolutionError {
+            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
+        } catch {
+            throw InterceptorError(Task.isCancelled ? .cancelled : .resolutionFailed, "\(host) could not be resolved: \(error)")
+        }
+    }
+
+    /// Methods a server may get twice without harm (RFC 9110 §9.2.2).
+    private static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
+
     /// An error of AsyncHTTPClient, NIO or TLS as what it means for the request: only a connection that was never
     /// made (so the request was never sent) is `connectFailed`, which lets the next address be tried.
-    private func describe(_ error: any Error, host: String, address: IPAddress?) -> InterceptorError {
+    private func describe(_ error: any Error, host: String, address: IPAddress?, method: String) -> InterceptorError {
         let target = address.map { "\(host) at \($0)" } ?? host
         if let mismatch = error as? HostCertificateMismatch {
             return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(mismatch)")
@@ -390,7 +413,15 @@ public final class InterceptingHTTPClient: Sendable {
         switch error {
         case is NIOConnectionError, ChannelError.connectTimeout:
             return InterceptorError(.connectFailed, "\(target): \(error)")
-        case let error as IOError where [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(error.errnoCode):
+        case let error as IOError where [ECONNREFUSED, EADDRNOTAVAIL].contains(error.errnoCode):
+            // Only ever the connect's own failure: a connection once made is reset, not refused.
+            return InterceptorError(.connectFailed, "\(target): \(error)")
+        case let error as IOError where [ENETUNREACH, EHOSTUNREACH].contains(error.errnoCode):
+            // Linux also reports these on a connection already made, when it gives up on it: only a request that may
+            // reach the server twice moves on.
+            guard Self.idempotentMethods.contains(method) else {
+                return InterceptorError(.transportFailed, "\(target): \(error); a \(method) is not sent again")
+            }
             return InterceptorError(.connectFailed, "\(target): \(error)")
         case let error as NIOSSLError:
             if case .handshakeFailed = error { return InterceptorError(.connectFailed, "\(target): the TLS handshake failed: \(error)") }

@@ -45,6 +45,9 @@ final class OriginClients: Sendable {
         var leases: [UInt64: Int] = [:]
         /// Clients no longer handed out, still leased: shut down when their last lease ends.
         var retired: [UInt64: Entry] = [:]
+        /// Shut-downs begun when a client was evicted idle or a retired client's last lease ended, awaited by
+        /// ``shutdown()``. Registered under the same lock that decided them, so shutdown() cannot miss one.
+        var closing: [UInt64: Task<Void, Never>] = [:]
         var tick: UInt64 = 0
         var nextID: UInt64 = 0
         var shutDown = false
@@ -53,8 +56,6 @@ final class OriginClients: Sendable {
     private let limit: Int
     private let makeClient: @Sendable (Key) -> HTTPClient
     private let state = Mutex(State())
-    /// Shut-downs begun when a retired client's last lease ended, awaited by ``shutdown()``.
-    private let closing = Mutex<[UInt64: Task<Void, Never>]>([:])
 
     init(limit: Int, makeClient: @escaping @Sendable (Key) -> HTTPClient) {
         self.limit = limit
@@ -67,7 +68,6 @@ final class OriginClients: Sendable {
     /// A lease on the client for `key`, made when there is none.
     /// - Returns: nil once ``shutdown()`` has begun.
     func lease(_ key: Key) -> Lease? {
-        var evicted: Entry?
         let entry = state.withLock { state -> Entry? in
             guard !state.shutDown else { return nil }
             state.tick += 1
@@ -78,7 +78,7 @@ final class OriginClients: Sendable {
                 if state.entries.count >= limit, let (oldestKey, oldest) = state.entries.min(by: { state.lastUsed[$0.value.id]! < state.lastUsed[$1.value.id]! }) {
                     state.entries[oldestKey] = nil
                     state.lastUsed[oldest.id] = nil
-                    if state.leases[oldest.id, default: 0] == 0 { evicted = oldest } else { state.retired[oldest.id] = oldest }
+                    if state.leases[oldest.id, default: 0] == 0 { close(oldest, in: &state) } else { state.retired[oldest.id] = oldest }
                 }
                 entry = Entry(client: makeClient(key), id: state.nextID)
                 state.nextID += 1
@@ -88,41 +88,39 @@ final class OriginClients: Sendable {
             state.leases[entry.id, default: 0] += 1
             return entry
         }
-        if let evicted { close(evicted) }
         return entry.map { Lease(entry: $0, owner: self) }
     }
 
     fileprivate func release(_ entry: Entry) {
-        let idle = state.withLock { state -> Bool in
+        state.withLock { state in
             let left = state.leases[entry.id, default: 1] - 1
             state.leases[entry.id] = left == 0 ? nil : left
-            guard left == 0, state.retired.removeValue(forKey: entry.id) != nil else { return false }
-            return true
+            guard left == 0, state.retired.removeValue(forKey: entry.id) != nil else { return }
+            close(entry, in: &state)
         }
-        if idle { close(entry) }
     }
 
-    private func close(_ entry: Entry) {
-        closing.withLock { tasks in
-            tasks[entry.id] = Task { [self] in
-                try? await entry.client.shutdown()
-                _ = closing.withLock { $0.removeValue(forKey: entry.id) }
-            }
+    /// Begins shutting `entry`'s client down, recorded in `state` for ``shutdown()`` to await.
+    private func close(_ entry: Entry, in state: inout State) {
+        state.closing[entry.id] = Task { [self] in
+            try? await entry.client.shutdown()
+            _ = self.state.withLock { $0.closing.removeValue(forKey: entry.id) }
         }
     }
 
     /// Shuts every client down, leased or not (requests still running on them fail), and returns once all are.
     func shutdown() async {
-        let clients = state.withLock { state -> [HTTPClient] in
-            guard !state.shutDown else { return [] }
+        let (clients, closing) = state.withLock { state -> ([HTTPClient], [Task<Void, Never>]) in
+            let closing = Array(state.closing.values)
+            guard !state.shutDown else { return ([], closing) }
             state.shutDown = true
             defer {
                 state.entries = [:]
                 state.retired = [:]
             }
-            return state.entries.values.map(\.client) + state.retired.values.map(\.client)
+            return (state.entries.values.map(\.client) + state.retired.values.map(\.client), closing)
         }
         for client in clients { try? await client.shutdown() }
-        for task in closing.withLock({ Array($0.values) }) { await task.value }
+        for task in closing { await task.value }
     }
 }

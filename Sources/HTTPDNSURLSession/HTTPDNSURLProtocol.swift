@@ -34,12 +34,20 @@ import Synchronization
 /// body in the request's `httpBody` or `httpBodyStream` instead; and the cookies set by intermediate redirects.
 open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
     /// What the installed protocol forwards through, and the configuration's stores.
-    struct Installation: Sendable {
+    struct Installation: @unchecked Sendable {
         let client: InterceptingHTTPClient
+        // HTTPCookieStorage and URLCache are thread-safe classes FoundationNetworking does not mark Sendable.
         let cookies: HTTPCookieStorage?
         let setsCookies: Bool
         let cache: URLCache?
         let timeout: TimeAmount
+        /// The configuration's `httpAdditionalHeaders`, which FoundationNetworking adds in its own transport only.
+        let additionalHeaders: [(String, String)]
+
+        /// Whether `other` forwards through the same client into the same stores.
+        func isSame(as other: Installation) -> Bool {
+            client === other.client && cookies === other.cookies && cache === other.cache && setsCookies == other.setsCookies
+        }
     }
 
     private static let installation = Mutex<Installation?>(nil)
@@ -51,22 +59,42 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
     static let maxCachedBodyBytes = 1 << 20
 
     /// Puts the protocol first in `configuration.protocolClasses` (`URLProtocol.registerClass` does not take http
-    /// and https on Linux), forwarding through `client`. One client per process: a later call replaces it.
+    /// and https on Linux), forwarding through `client` into the configuration's cookie storage and URL cache.
+    ///
+    /// The protocol class is global, so one installation serves the process: installing again with the same client
+    /// and stores is fine (another session may share them), while different ones are refused rather than mixed
+    /// (one session's cookies must not reach another's requests). ``uninstall()`` first to change them.
     /// - Parameter streaming: hand the body over in pieces as it arrives, for sessions with a data delegate.
-    public static func install(_ client: InterceptingHTTPClient, into configuration: URLSessionConfiguration, streaming: Bool = false) {
+    /// - Throws: ``HTTPDNSURLProtocolError`` when another client or other stores are installed.
+    public static func install(_ client: InterceptingHTTPClient, into configuration: URLSessionConfiguration, streaming: Bool = false) throws {
         let seconds = configuration.timeoutIntervalForRequest > 0 ? min(configuration.timeoutIntervalForRequest, 86_400) : 60
-        let timeout = TimeAmount.milliseconds(Int64(seconds * 1000))
-        installation.withLock {
-            $0 = Installation(
-                client: client,
-                cookies: configuration.httpCookieStorage,
-                setsCookies: configuration.httpShouldSetCookies,
-                cache: configuration.urlCache,
-                timeout: timeout
-            )
+        let additional = (configuration.httpAdditionalHeaders ?? [:]).compactMap { name, value in
+            (name as? String).map { ($0, "\(value)") }
+        }
+        let wanted = Installation(
+            client: client,
+            cookies: configuration.httpCookieStorage,
+            setsCookies: configuration.httpShouldSetCookies,
+            cache: configuration.urlCache,
+            timeout: .milliseconds(Int64(seconds * 1000)),
+            additionalHeaders: additional
+        )
+        try installation.withLock { current in
+            if let current, !current.isSame(as: wanted) {
+                throw HTTPDNSURLProtocolError(
+                    description: "HTTPDNSURLProtocol is already installed with another client or other cookie and cache stores; uninstall() it first"
+                )
+            }
+            current = wanted
         }
         let protocolClass: AnyClass = streaming ? HTTPDNSStreamingURLProtocol.self : HTTPDNSURLProtocol.self
         configuration.protocolClasses = [protocolClass] + (configuration.protocolClasses ?? []).filter { $0 != protocolClass }
+    }
+
+    /// Removes the installation: from now on the protocol takes no request, and ``install(_:into:streaming:)`` may
+    /// install another client and stores.
+    public static func uninstall() {
+        installation.withLock { $0 = nil }
     }
 
     /// Whether pieces are handed over as they arrive.
@@ -110,6 +138,8 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
         guard let url = request.url else { return }
         var headers = HTTPHeaders()
         for (name, value) in request.allHTTPHeaderFields ?? [:] { headers.add(name: name, value: value) }
+        // The session's own fields, where the request has none of that name (as URLSession does).
+        for (name, value) in installation.additionalHeaders where !headers.contains(name: name) { headers.add(name: name, value: value) }
         if installation.setsCookies, request.httpShouldHandleCookies, headers["cookie"].isEmpty,
             let cookies = installation.cookies?.cookies(for: url), !cookies.isEmpty
         {
@@ -184,7 +214,10 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
         }
         if !Self.streamsBody, !kept.isEmpty { client?.urlProtocol(self, didLoad: kept) }
         if keeping, kept.count <= Self.maxCachedBodyBytes, let cache = installation.cache {
-            cache.storeCachedResponse(CachedURLResponse(response: head, data: kept, userInfo: nil, storagePolicy: policy), for: request)
+            // Under the URL that answered (the last hop's), as URLSession keeps a redirected response.
+            var answered = request
+            answered.url = finalURL
+            cache.storeCachedResponse(CachedURLResponse(response: head, data: kept, userInfo: nil, storagePolicy: policy), for: answered)
         }
         client?.urlProtocolDidFinishLoading(self)
     }
@@ -257,4 +290,9 @@ struct InputStreamBytes: AsyncSequence, @unchecked Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: stream) }
+}
+
+/// The URLSession adapter cannot be installed as asked.
+public struct HTTPDNSURLProtocolError: Error, Sendable, CustomStringConvertible {
+    public let description: String
 }

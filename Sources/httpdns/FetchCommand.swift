@@ -141,6 +141,8 @@ struct FetchCommand: AsyncParsableCommand {
         urlSession: Bool
     ) async throws {
         let settings = try await readSettings()
+        // A closed stdout (`| head`) is a write error that ends the request with exit code 1, not a signal.
+        signal(SIGPIPE, SIG_IGN)
         let sources: Sources
         var interception = InterceptingHTTPClient.Configuration()
         interception.canonical = canonicalConfiguration
@@ -223,10 +225,8 @@ struct FetchCommand: AsyncParsableCommand {
             Output.diagnostic(lines.joined(separator: "\n"))
         }
         guard json else {
-            for try await piece in body {
-                var piece = piece
-                try Output.writeStdout(piece.readBytes(length: piece.readableBytes) ?? [])
-            }
+            // Each piece straight from its buffer, without a copy.
+            for try await piece in body where piece.readableBytes > 0 { try Output.writeStdout(piece) }
             return
         }
         // The body in the object when it is UTF-8 text of at most 1 MiB; else only its size.

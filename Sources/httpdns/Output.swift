@@ -1,3 +1,5 @@
+import NIOCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -11,17 +13,21 @@ enum Output {
         _ = try? write(Array(line.utf8), to: 2)
     }
 
-    /// Bytes to stdout, unbuffered (a body streamed as it arrives), after whatever `print` buffered.
-    static func writeStdout(_ bytes: [UInt8]) throws {
+    /// A body's piece to stdout, unbuffered (as it arrives), after whatever `print` buffered.
+    static func writeStdout(_ piece: ByteBuffer) throws {
         fflush(nil)
-        try write(bytes, to: 1)
+        try piece.withUnsafeReadableBytes { try write($0, to: 1) }
     }
 
     /// All of `bytes` to `descriptor`, through short writes and interruptions.
     private static func write(_ bytes: [UInt8], to descriptor: Int32) throws {
+        try bytes.withUnsafeBytes { try write($0, to: descriptor) }
+    }
+
+    private static func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) throws {
         var written = 0
         while written < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
             if result < 0 {
                 if errno == EINTR { continue }
                 throw OutputError(reason: String(cString: strerror(errno)))

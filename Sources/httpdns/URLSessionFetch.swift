@@ -19,7 +19,7 @@ enum URLSessionFetch {
         guard let target = URL(string: url) else { throw InterceptorError(.invalidRequest, "'\(url)' is not a URL URLSession can take") }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = Double(timeout.nanoseconds) / 1e9
-        HTTPDNSURLProtocol.install(client, into: configuration, streaming: true)
+        try HTTPDNSURLProtocol.install(client, into: configuration, streaming: true)
         var request = URLRequest(url: target)
         request.timeoutInterval = Double(timeout.nanoseconds) / 1e9
         request.httpMethod = method

@@ -148,8 +148,11 @@ struct FetchSendingTests {
             let large = try await stage.fetch([stage.url("a.test", "/large")])
             #expect(large.status == .exited(0), "\(large.status) \(large.stderr)")
             #expect(large.stdout.utf8.count == NginxServer.largeFileBytes)
+            // Holding the body would add at least its 50 MiB. Streaming adds what is in flight (HTTP/2's window,
+            // AsyncHTTPClient's buffer) and what the allocator keeps: a few MiB here, up to 34 MiB seen on a loaded
+            // machine, whose threads spread the pieces over more malloc arenas.
             let growthKiB = large.maxResidentKiB - small.maxResidentKiB
-            #expect(growthKiB < 20 * 1024, "peak memory \(small.maxResidentKiB) KiB for a small body, \(large.maxResidentKiB) KiB for 50 MB")
+            #expect(growthKiB < 40 * 1024, "peak memory \(small.maxResidentKiB) KiB for a small body, \(large.maxResidentKiB) KiB for 50 MB")
         }
     }
 }

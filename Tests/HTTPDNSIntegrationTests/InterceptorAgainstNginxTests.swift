@@ -150,6 +150,17 @@ struct InterceptorAgainstNginxTests {
                 #expect(response.connectedAddress == IPAddress(stage.origin.address))
                 #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 1)
                 #expect(metrics.counterTotal(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")]) == 1)
+                // A body goes to the address that serves, whole: in memory, and streamed (never read by the dead one).
+                let posted = try await stage.client.execute(
+                    method: "POST", url: stage.url("a.test", "/echo"), body: ByteBuffer(string: "kept"), timeout: .seconds(30)
+                )
+                #expect(String(buffer: try await posted.response.body.collect(upTo: 1 << 20)) == "method=POST body=kept")
+                var streamed = HTTPClientRequest(url: stage.url("a.test", "/echo"))
+                streamed.method = .POST
+                streamed.body = .stream(["one;", "two"].map { ByteBuffer(string: $0) }.async, length: .unknown)
+                let echoed = try await stage.client.execute(streamed, timeout: .seconds(30))
+                #expect(String(buffer: try await echoed.response.body.collect(upTo: 1 << 20)) == "method=POST body=one;two")
+                #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 3)
             }
             // Every address dead: a connect failure that names them all.
             try await Self.withStage(addresses: { [Self.deadAddress(besides: $0)] }) { stage in
@@ -201,10 +212,16 @@ struct InterceptorAgainstNginxTests {
                 configuration.maxRedirects = 0
                 return configuration
             }())
-            let redirect = try await noFollow.execute(request, timeout: .seconds(30))
+            let result: Result<InterceptingHTTPClient.Response, any Error>
+            do {
+                result = .success(try await noFollow.execute(request, timeout: .seconds(30)))
+            } catch {
+                result = .failure(error)
+            }
+            await noFollow.shutdown()
+            let redirect = try result.get()
             #expect(redirect.response.status == .found)
             #expect(redirect.response.headers.first(name: "location") == stage.url("b.test", "/redirect/301/a.test/final"))
-            await noFollow.shutdown()
         }
     }
 
@@ -268,16 +285,31 @@ struct InterceptorAgainstNginxTests {
         }
     }
 
-    /// Cancelling the caller's task ends the request cleanly, with `cancelled`.
+    /// Cancelling the caller's task while the body streams ends the request: the body's iteration throws, and the
+    /// client's lease ends with it (the interceptor shuts down afterwards without waiting on it).
     @Test func cancellationEndsTheRequest() async throws {
         try await Self.withStage { stage in
+            let (firstPiece, signal) = AsyncStream<Void>.makeStream()
             let task = Task {
                 let response = try await stage.client.execute(HTTPClientRequest(url: stage.url("a.test", "/large")), timeout: .seconds(30))
-                for try await _ in response.response.body { try await Task.sleep(for: .milliseconds(10)) }
+                var bytes = 0
+                for try await piece in response.response.body {
+                    bytes += piece.readableBytes
+                    signal.yield()
+                }
+                return bytes
             }
+            var pieces = firstPiece.makeAsyncIterator()
+            _ = await pieces.next()
             task.cancel()
             let result = await task.result
-            #expect(throws: (any Error).self) { try result.get() }
+            #expect(throws: (any Error).self, "cancelled mid-body, so not every byte arrived") { _ = try result.get() }
+            // Before the head, cancellation is the interceptor's own error.
+            let early = Task { try await stage.client.execute(HTTPClientRequest(url: stage.url("b.test", "/")), timeout: .seconds(30)) }
+            early.cancel()
+            if case .failure(let error) = await early.result {
+                #expect((error as? InterceptorError)?.code == .cancelled, "\(error)")
+            }
         }
     }
 }

@@ -21,7 +21,8 @@ struct URLSessionAdapterTests {
             let configuration = URLSessionConfiguration.ephemeral
             let cache = URLCache(memoryCapacity: 4 << 20, diskCapacity: 0, diskPath: nil)
             configuration.urlCache = cache
-            HTTPDNSURLProtocol.install(stage.client, into: configuration, streaming: streaming)
+            try HTTPDNSURLProtocol.install(stage.client, into: configuration, streaming: streaming)
+            defer { HTTPDNSURLProtocol.uninstall() }
             #expect(configuration.protocolClasses?.first == (streaming ? HTTPDNSStreamingURLProtocol.self : HTTPDNSURLProtocol.self))
             let session = URLSession(configuration: configuration)
             defer { session.finishTasksAndInvalidate() }
@@ -37,8 +38,8 @@ struct URLSessionAdapterTests {
             #expect(http.statusCode == 200)
             #expect(http.url?.absoluteString == stage.url("b.test", "/final"), "the last hop's URL")
             // Stored into the configuration's cache by the adapter (URLSession does not for custom protocols), under
-            // the request the caller made.
-            let cached = cache.cachedResponse(for: URLRequest(url: URL(string: stage.url("a.test", "/redirect/302/b.test/final"))!))
+            // the URL that answered.
+            let cached = cache.cachedResponse(for: URLRequest(url: URL(string: stage.url("b.test", "/final"))!))
             #expect(cached.map { String(decoding: $0.data, as: UTF8.self) } == "sni=b.test host=b.test:\(stage.origin.port)\n")
             #expect(cached?.storagePolicy == .allowedInMemoryOnly)
         }
@@ -72,9 +73,11 @@ struct URLSessionAdapterTests {
     }
 
     @Test func aDataDelegateReadsPiecesAsTheyArrive() async throws {
-        try await Self.withSession(streaming: true) { _, stage, _ in
+        try await Self.withSession(streaming: true) { session, stage, _ in
             let configuration = URLSessionConfiguration.ephemeral
-            HTTPDNSURLProtocol.install(stage.client, into: configuration, streaming: true)
+            configuration.urlCache = session.configuration.urlCache
+            configuration.httpCookieStorage = session.configuration.httpCookieStorage
+            try HTTPDNSURLProtocol.install(stage.client, into: configuration, streaming: true)
             let counter = PieceCounter()
             let session = URLSession(configuration: configuration, delegate: counter, delegateQueue: nil)
             defer { session.finishTasksAndInvalidate() }
@@ -103,6 +106,25 @@ struct URLSessionAdapterTests {
             bytes.httpBody = Data("in memory".utf8)
             let (echoed, _) = try await session.data(for: bytes)
             #expect(String(decoding: echoed, as: UTF8.self) == "method=PUT body=in memory", "a 307 sends an in-memory body again")
+        }
+    }
+
+    /// One installation per process: the same client and stores again is fine, others are refused rather than mixed;
+    /// the session's additional headers are sent.
+    @Test func installationsAreNotMixedAndAdditionalHeadersAreSent() async throws {
+        try await Self.withSession { session, stage, _ in
+            let other = URLSessionConfiguration.ephemeral
+            #expect(throws: HTTPDNSURLProtocolError.self) { try HTTPDNSURLProtocol.install(stage.client, into: other) }
+            let same = URLSessionConfiguration.ephemeral
+            same.urlCache = session.configuration.urlCache
+            same.httpCookieStorage = session.configuration.httpCookieStorage
+            same.httpAdditionalHeaders = ["Cookie": "from=configuration"]
+            HTTPDNSURLProtocol.uninstall()
+            try HTTPDNSURLProtocol.install(stage.client, into: same)
+            let withHeaders = URLSession(configuration: same)
+            defer { withHeaders.finishTasksAndInvalidate() }
+            let (data, _) = try await withHeaders.data(from: URL(string: stage.url("a.test", "/cookie"))!)
+            #expect(String(decoding: data, as: UTF8.self) == "cookie=from=configuration\n")
         }
     }
 
