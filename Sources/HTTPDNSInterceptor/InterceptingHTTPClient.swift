@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import FoundationEssentials
 import HTTPDNSClient
 import HTTPDNSCore
 import Logging
@@ -234,7 +235,7 @@ public final class InterceptingHTTPClient: Sendable {
             return response
         } catch {
             outcomes[error.code.rawValue]?.increment()
-            logger.debug("request failed", metadata: ["url": "\(request.url)", "error": "\(error)"])
+            logger.debug("request failed", metadata: ["error": "\(error)"])
             throw error
         }
     }
@@ -327,7 +328,11 @@ public final class InterceptingHTTPClient: Sendable {
         let host: HostName
         switch decide(canonical) {
         case .pass(let reason):
-            logger.trace("passing a request", metadata: ["url": "\(canonical.url)", "reason": "\(reason.rawValue)"])
+            // `192.0.2.1.` is no address to AsyncHTTPClient: it would look it up in DNS, around HTTPDNS.
+            if reason == .addressLiteral, canonical.host.hasSuffix(".") {
+                throw InterceptorError(.invalidRequest, "\(canonical.host) is an address with a trailing dot; write it without")
+            }
+            logger.trace("passing a request", metadata: ["reason": "\(reason.rawValue)"])
             do {
                 return Hop(response: try await passthrough.execute(request, deadline: deadline, logger: logger), address: nil, fallback: false)
             } catch {
@@ -345,6 +350,11 @@ public final class InterceptingHTTPClient: Sendable {
             : resolution.ipv6.map(IPAddress.v6) + resolution.ipv4.map(IPAddress.v4)
         guard !addresses.isEmpty else {
             throw InterceptorError(.resolutionFailed, "\(host) has no address of the families asked")
+        }
+        // The override is looked up by the host AsyncHTTPClient reads from the URL: were it to read another, the
+        // request would be resolved by the system instead. The canonical form makes them agree; this makes sure.
+        guard URL(string: canonical.url)?.host?.lowercased() == canonical.host else {
+            throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(canonical.host)")
         }
         var failures: [String] = []
         for (index, address) in addresses.enumerated() {

@@ -182,7 +182,8 @@ struct FetchCommand: AsyncParsableCommand {
         await sources.shutdown()
         if case .failure(let error) = outcome {
             Output.diagnostic("httpdns fetch: \(error.message)")
-            throw ExitCode(ExitStatus.negative)
+            // A request that cannot be sent as given is bad input; anything else is the request failing.
+            throw ExitCode(error.code == .invalidRequest ? ExitStatus.usage : ExitStatus.negative)
         }
     }
 
