@@ -358,8 +358,10 @@ public final class InterceptingHTTPClient: Sendable {
             throw InterceptorError(.resolutionFailed, "\(host) has no address of the families asked")
         }
         // The override is looked up by the host AsyncHTTPClient reads from the URL: were it to read another, the
-        // request would be resolved by the system instead. The canonical form makes them agree; this makes sure.
-        guard URL(string: canonical.url)?.host?.lowercased() == canonical.host else {
+        // request would be resolved by the system instead. The canonical form makes them agree for a URL of scheme,
+        // host, port and path, whose host is a checked name; with user information (where an `@` could be read in
+        // two ways) this makes sure.
+        guard canonical.userInfo == nil || URL(string: request.url)?.host?.lowercased() == canonical.host else {
             throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(canonical.host)")
         }
         var failures: [String] = []
