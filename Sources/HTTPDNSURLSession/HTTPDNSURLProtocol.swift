@@ -4,6 +4,7 @@ import FoundationNetworking
 import HTTPDNSInterceptor
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 /// The URLSession adapter: a FoundationNetworking `URLProtocol` that forwards the http and https requests it takes
@@ -32,6 +33,9 @@ import Synchronization
 ///
 /// Not possible: upload tasks' bodies (`uploadTask(with:from:)`), which URLSession keeps from protocols — put the
 /// body in the request's `httpBody` or `httpBodyStream` instead; and the cookies set by intermediate redirects.
+///
+/// `@unchecked Sendable`: URLProtocol is not marked so. This class adds one piece of mutable state, the loading task,
+/// behind a Mutex; `request` and `client` are set by URLSession before `startLoading` and not changed after.
 open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
     /// What the installed protocol forwards through, and the configuration's stores.
     struct Installation: @unchecked Sendable {
@@ -256,13 +260,19 @@ open class HTTPDNSStreamingURLProtocol: HTTPDNSURLProtocol, @unchecked Sendable 
 }
 
 /// The protocol, carried into the task that loads for it. URLSession calls `startLoading` and `stopLoading` on its
-/// own queue; the client methods called from the task are URLSession's thread-safe entry points.
+/// own queue. The client methods are not themselves thread-safe (FoundationNetworking's client keeps unlocked
+/// state): they are called from that one task only, one after another, and each hands its work on to the session's
+/// delegate queue, whose completed-task checks absorb a failure reported after `stopLoading`.
 private struct ProtocolBox: @unchecked Sendable {
     let value: HTTPDNSURLProtocol
     init(_ value: HTTPDNSURLProtocol) { self.value = value }
 }
 
-/// A request's `httpBodyStream` as byte buffers, read 64 KiB at a time.
+/// A request's `httpBodyStream` as byte buffers, read 64 KiB at a time on NIO's blocking-I/O thread pool: a stream's
+/// `read` may block (a pipe, a file on a slow disk), and must not hold a thread of the cooperative pool.
+///
+/// `@unchecked Sendable`: the stream is used by one iterator, one read at a time (each `next()` awaits its read
+/// before the next can begin), so it is never touched from two threads at once.
 struct InputStreamBytes: AsyncSequence, @unchecked Sendable {
     typealias Element = ByteBuffer
     let stream: InputStream
@@ -270,26 +280,28 @@ struct InputStreamBytes: AsyncSequence, @unchecked Sendable {
     init(_ stream: InputStream) { self.stream = stream }
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        let stream: InputStream
+        let source: InputStreamBytes
         var opened = false
 
         mutating func next() async throws -> ByteBuffer? {
-            if !opened {
-                stream.open()
-                opened = true
+            let source = self.source
+            let open = !opened
+            opened = true
+            return try await NIOThreadPool.singleton.runIfActive { () throws -> ByteBuffer? in
+                if open { source.stream.open() }
+                var bytes = [UInt8](repeating: 0, count: 64 * 1024)
+                let count = source.stream.read(&bytes, maxLength: bytes.count)
+                if count < 0 { throw source.stream.streamError ?? URLError(.cannotDecodeRawData) }
+                if count == 0 {
+                    source.stream.close()
+                    return nil
+                }
+                return ByteBuffer(bytes: bytes[..<count])
             }
-            var bytes = [UInt8](repeating: 0, count: 64 * 1024)
-            let count = stream.read(&bytes, maxLength: bytes.count)
-            if count < 0 { throw stream.streamError ?? URLError(.cannotDecodeRawData) }
-            if count == 0 {
-                stream.close()
-                return nil
-            }
-            return ByteBuffer(bytes: bytes[..<count])
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: stream) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
 }
 
 /// The URLSession adapter cannot be installed as asked.
