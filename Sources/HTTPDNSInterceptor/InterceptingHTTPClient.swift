@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Synchronization
@@ -99,6 +100,7 @@ public final class InterceptingHTTPClient: Sendable {
     private let logger: Logger
     private let outcomes: [String: Counter]
     private let failovers = Counter(label: "httpdns_connect_failovers_total")
+    private let retries = Counter(label: "httpdns_interceptor_retries_total")
 
     /// - Throws: ``ConfigurationError`` for a limit that is not positive, or a TLS configuration without
     ///   certificate verification.
@@ -275,7 +277,9 @@ public final class InterceptingHTTPClient: Sendable {
             for header in canonical.headers { request.headers.add(name: header.name, value: header.value) }
             request.body = body?.requestBody
 
-            let sent = try await sendHop(request, canonical: canonical, deadline: deadline, logger: logger)
+            let replayable: Bool
+            if case .opaque = body { replayable = false } else { replayable = true }
+            let sent = try await sendHop(request, canonical: canonical, replayable: replayable, deadline: deadline, logger: logger)
             let status = Int(sent.response.status.code)
             // Not a redirect, or no hop allowed (0: the redirect is the answer, whatever its Location says).
             guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
@@ -330,7 +334,14 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     /// Sends one hop: passed as given, or resolved and sent to the answer's addresses in turn.
-    private func sendHop(_ request: HTTPClientRequest, canonical: CanonicalRequest, deadline: NIODeadline, logger: Logger) async throws(InterceptorError) -> Hop {
+    /// - Parameter replayable: whether the body (if any) can be sent again: none, or in memory.
+    private func sendHop(
+        _ request: HTTPClientRequest,
+        canonical: CanonicalRequest,
+        replayable: Bool,
+        deadline: NIODeadline,
+        logger: Logger
+    ) async throws(InterceptorError) -> Hop {
         let host: HostName
         switch decide(canonical) {
         case .pass(let reason):
@@ -370,7 +381,17 @@ public final class InterceptingHTTPClient: Sendable {
                 throw InterceptorError(.shutdown, "the interceptor was shut down")
             }
             do {
-                let response = try await lease.client.execute(request, deadline: deadline, logger: logger)
+                let response: HTTPClientResponse
+                do {
+                    response = try await lease.client.execute(request, deadline: deadline, logger: logger)
+                } catch where replayable && Self.idempotentMethods.contains(canonical.method) && neverAnswered(error) {
+                    // The stream ended before an answer, most often refused by the server's GOAWAY, which AsyncHTTPClient
+                    // does not send again (swift-server/async-http-client#505). An idempotent request may be sent
+                    // twice (RFC 9110 §9.2.2): once more, on a new stream.
+                    retries.increment()
+                    logger.debug("the stream ended before an answer; sending once more", metadata: ["error": "\(error)"])
+                    response = try await lease.client.execute(request, deadline: deadline, logger: logger)
+                }
                 var leased = response
                 leased.body = .stream(LeasedBody(base: response.body, lease: lease))
                 return Hop(response: leased, address: address, fallback: answer.fallback)
@@ -424,6 +445,15 @@ public final class InterceptingHTTPClient: Sendable {
         } catch {
             throw InterceptorError(Task.isCancelled ? .cancelled : .resolutionFailed, "\(host) could not be resolved: \(error)")
         }
+    }
+
+    /// Whether `error` says the request's stream ended before any answer, without the caller cancelling: a stream
+    /// the server refused or cancelled (its GOAWAY), or the connection closed under it.
+    private func neverAnswered(_ error: any Error) -> Bool {
+        guard !Task.isCancelled else { return false }
+        if let closed = error as? NIOHTTP2Errors.StreamClosed { return closed.errorCode == .cancel || closed.errorCode == .refusedStream }
+        if let error = error as? HTTPClientError { return error == .cancelled || error == .remoteConnectionClosed }
+        return false
     }
 
     /// Methods a server may get twice without harm (RFC 9110 §9.2.2).

@@ -23,13 +23,24 @@ public final class NginxServer: Sendable {
 
     /// Starts nginx for `names` (its `server_name`s) with `certificate` and `key` (PEM files), on `address` when
     /// given (a certificate for the address needs it known beforehand), else on a random 127.0.0.x.
-    public static func start(names: [String], certificate: String, key: String, address: String? = nil) async throws -> NginxServer {
+    /// - Parameter keepaliveRequests: the requests nginx serves on a connection before it closes it (HTTP/2: a
+    ///   GOAWAY); nginx's default is 1,000.
+    public static func start(
+        names: [String],
+        certificate: String,
+        key: String,
+        address: String? = nil,
+        keepaliveRequests: Int = 1000
+    ) async throws -> NginxServer {
         try await LoopbackPeer.start { randomAddress, port in
-            try await NginxServer(address: address ?? randomAddress, port: port, names: names, certificate: certificate, key: key)
+            try await NginxServer(
+                address: address ?? randomAddress, port: port, names: names, certificate: certificate, key: key,
+                keepaliveRequests: keepaliveRequests
+            )
         }
     }
 
-    private init(address: String, port: Int, names: [String], certificate: String, key: String) async throws {
+    private init(address: String, port: Int, names: [String], certificate: String, key: String, keepaliveRequests: Int) async throws {
         guard let executable = ChildProcess.find("nginx") else {
             throw PeerStartError(
                 description: "nginx is not installed: run the install command at the top of README.md (apt-get install nginx-light)",
@@ -53,6 +64,7 @@ public final class NginxServer: Sendable {
             events { worker_connections 256; }
             http {
                 access_log off;
+                keepalive_requests \(keepaliveRequests);
                 client_body_temp_path \(path)/body;
                 proxy_temp_path \(path)/proxy;
                 fastcgi_temp_path \(path)/fastcgi;

@@ -140,6 +140,41 @@ struct InterceptorAgainstNginxTests {
         }
     }
 
+    /// nginx ends an HTTP/2 connection with a GOAWAY after a few requests; the streams it refuses were never
+    /// processed, and AsyncHTTPClient fails them rather than send them again. The interceptor sends an idempotent
+    /// request once more, so every request of a concurrent burst is answered, and the retries are counted.
+    @Test func streamsRefusedByAGoawayAreSentAgain() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await TestCertificate.with(subjectAltName: "DNS:a.test") { certificate, key in
+                let origin = try await NginxServer.start(names: ["a.test"], certificate: certificate, key: key, keepaliveRequests: 20)
+                defer { origin.stop() }
+                let trusted = StaticSource(["a.test": .addresses(ipv4: [origin.address], ipv6: [], ttl: 300)], name: "httpdns")
+                var configuration = InterceptingHTTPClient.Configuration()
+                configuration.tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(certificate))]
+                let client = try InterceptingHTTPClient(resolver: try HostResolver(trusted: trusted, fallbacks: []), configuration: configuration)
+                let url = "https://a.test:\(origin.port)/"
+                let failures = await withTaskGroup(of: String?.self) { group in
+                    for _ in 0..<30 {
+                        group.addTask {
+                            do {
+                                let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+                                _ = try await response.response.body.collect(upTo: 1024)
+                                return response.response.status == .ok ? nil : "\(response.response.status)"
+                            } catch {
+                                return "\(error)"
+                            }
+                        }
+                    }
+                    return await group.compactMap { $0 }.reduce(into: [String]()) { $0.append($1) }
+                }
+                await client.shutdown()
+                #expect(failures.isEmpty, "\(failures.count) of 30 failed; the first: \(failures.first ?? "")")
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_retries_total") > 0, "the burst met a GOAWAY")
+            }
+        }
+    }
+
     /// H9: the first address of the answer is dead; the second serves, and the failover is counted.
     @Test func whenTheFirstAddressIsDeadTheNextServes() async throws {
         let metrics = TestMetrics()
