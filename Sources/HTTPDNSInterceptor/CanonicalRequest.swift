@@ -6,6 +6,9 @@ import HTTPDNSCore
 /// Two modes: `standard` (the default) is the reference plus RFC 3986 §6 normalisation; `apple` reproduces Apple's
 /// CustomHTTPProtocol sample exactly. Normalising a canonical request changes nothing.
 public struct CanonicalRequest: Sendable, Hashable {
+    /// Part of a URL's UTF-8 bytes, read in place.
+    typealias Bytes = Slice<UnsafeBufferPointer<UInt8>>
+
     public struct Configuration: Sendable, Hashable {
         public enum Mode: String, Sendable, Hashable {
             case standard
@@ -98,7 +101,24 @@ public struct CanonicalRequest: Sendable, Hashable {
         hasBody: Bool = false,
         configuration: Configuration = Configuration()
     ) throws(CanonicalRequestError) -> CanonicalRequest? {
-        let bytes = Array(url.utf8)
+        // Read in place from the string's own UTF-8 storage, not from a copy.
+        var text = url
+        let result = text.withUTF8 { bytes -> Result<CanonicalRequest?, CanonicalRequestError> in
+            Result { () throws(CanonicalRequestError) -> CanonicalRequest? in
+                try normalize(bytes, method: method, url: url, headers: headers, hasBody: hasBody, configuration: configuration)
+            }
+        }
+        return try result.get()
+    }
+
+    private static func normalize(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        method: String,
+        url: String,
+        headers: [Header],
+        hasBody: Bool,
+        configuration: Configuration
+    ) throws(CanonicalRequestError) -> CanonicalRequest? {
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isScheme(bytes[..<colon]) else {
             throw CanonicalRequestError(url: url, reason: "not an absolute URL: no scheme")
         }
@@ -170,29 +190,41 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     /// The request's fields with the reference's defaults added where the field is absent, never overwriting.
     static func withDefaults(_ headers: [Header], method: String, hasBody: Bool, configuration: Configuration) -> [Header] {
-        var headers = headers
-        func addIfAbsent(_ name: String, _ value: String?) {
-            guard let value, !value.isEmpty, !headers.contains(where: { equalIgnoringASCIICase($0.name, name) }) else { return }
-            headers.append(Header(name, value))
+        // One pass over the request's fields for the four names (compared by length first: most fields are none of
+        // them), then the defaults for those absent.
+        var (accept, encoding, language, contentType) = (false, false, false, false)
+        for header in headers {
+            switch header.name.utf8.count {
+            case 6: accept = accept || equalIgnoringASCIICase(header.name, "Accept")
+            case 15:
+                encoding = encoding || equalIgnoringASCIICase(header.name, "Accept-Encoding")
+                language = language || equalIgnoringASCIICase(header.name, "Accept-Language")
+            case 12: contentType = contentType || equalIgnoringASCIICase(header.name, "Content-Type")
+            default: break
+            }
         }
-        addIfAbsent("Accept", "*/*")
-        addIfAbsent("Accept-Encoding", configuration.decodedEncodings.joined(separator: ", "))
-        addIfAbsent("Accept-Language", configuration.defaultLanguage)
-        if hasBody, equalIgnoringASCIICase(method, "POST") {
-            addIfAbsent("Content-Type", "application/x-www-form-urlencoded")
+        var result = headers
+        result.reserveCapacity(headers.count + 4)
+        if !accept { result.append(Header("Accept", "*/*")) }
+        if !encoding, !configuration.decodedEncodings.isEmpty {
+            result.append(Header("Accept-Encoding", configuration.decodedEncodings.joined(separator: ", ")))
         }
-        return headers
+        if !language, let value = configuration.defaultLanguage, !value.isEmpty { result.append(Header("Accept-Language", value)) }
+        if !contentType, hasBody, equalIgnoringASCIICase(method, "POST") {
+            result.append(Header("Content-Type", "application/x-www-form-urlencoded"))
+        }
+        return result
     }
 
     /// ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1).
-    private static func isScheme(_ bytes: ArraySlice<UInt8>) -> Bool {
+    private static func isScheme(_ bytes: Bytes) -> Bool {
         guard let first = bytes.first, isAlpha(first) else { return false }
         return bytes.allSatisfy { isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 
-    private static func hostAndPort(_ bytes: ArraySlice<UInt8>, in url: String, standard: Bool) throws(CanonicalRequestError) -> (String, Int?) {
+    private static func hostAndPort(_ bytes: Bytes, in url: String, standard: Bool) throws(CanonicalRequestError) -> (String, Int?) {
         var hostBytes = bytes
-        var portBytes: ArraySlice<UInt8>?
+        var portBytes: Bytes?
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else {
                 throw CanonicalRequestError(url: url, reason: "an IPv6 literal without its closing ']'")
@@ -295,7 +327,7 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     /// A path, query, fragment or user information, checked, and in `standard` mode with its percent-escapes
     /// normalised: hex digits in capitals, escapes of unreserved characters decoded (RFC 3986 §6.2.2.1–2).
-    private static func component(_ bytes: ArraySlice<UInt8>, in url: String, standard: Bool, what: String) throws(CanonicalRequestError) -> String {
+    private static func component(_ bytes: Bytes, in url: String, standard: Bool, what: String) throws(CanonicalRequestError) -> String {
         // Most components have no escape and are ASCII: then they are taken as they are.
         if !bytes.contains(where: { $0 == UInt8(ascii: "%") || $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
         var output: [UInt8] = []

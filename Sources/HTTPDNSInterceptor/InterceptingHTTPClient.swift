@@ -353,7 +353,7 @@ public final class InterceptingHTTPClient: Sendable {
             do {
                 return Hop(response: try await passthrough.execute(request, deadline: deadline, logger: logger), address: nil, fallback: false)
             } catch {
-                throw describe(error, host: canonical.host, address: nil, method: canonical.method)
+                throw describe(error, host: canonical.host, address: nil, method: canonical.method, replayable: replayable)
             }
         case .take(let name):
             host = name
@@ -396,7 +396,7 @@ public final class InterceptingHTTPClient: Sendable {
                 leased.body = .stream(LeasedBody(base: response.body, lease: lease))
                 return Hop(response: leased, address: address, fallback: answer.fallback)
             } catch {
-                let failure = describe(error, host: canonical.host, address: address, method: canonical.method)
+                let failure = describe(error, host: canonical.host, address: address, method: canonical.method, replayable: replayable)
                 guard failure.code == .connectFailed else { throw failure }
                 failures.append(failure.message)
                 if index + 1 < addresses.count {
@@ -418,11 +418,11 @@ public final class InterceptingHTTPClient: Sendable {
             if let cached = try resolver.trusted.cachedResolution(host, families: families) {
                 return HostResolver.Answer(resolution: cached, fallback: false, verdict: .ok)
             }
-        } catch let error as ResolutionError {
+        } catch let error as ResolutionError where error.code.isNegativeAnswer {
             // A negative answer the trusted source gave is final, as in HostResolver.resolve.
             throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
         } catch {
-            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error)")
+            // Anything else: the resolver's own path decides (the fallbacks, the guard).
         }
         do {
             return try await withThrowingTaskGroup(of: HostResolver.Answer?.self) { group in
@@ -448,11 +448,13 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     /// Whether `error` says the request's stream ended before any answer, without the caller cancelling: a stream
-    /// the server refused or cancelled (its GOAWAY), or the connection closed under it.
+    /// the server refused or cancelled (its GOAWAY: NIOHTTP2 closes the streams above the last one the server
+    /// took with CANCEL), or one AsyncHTTPClient cancelled as its connection went.
     private func neverAnswered(_ error: any Error) -> Bool {
         guard !Task.isCancelled else { return false }
         if let closed = error as? NIOHTTP2Errors.StreamClosed { return closed.errorCode == .cancel || closed.errorCode == .refusedStream }
-        if let error = error as? HTTPClientError { return error == .cancelled || error == .remoteConnectionClosed }
+        // A closed HTTP/1.1 connection says nothing of whether the request was processed: not retried.
+        if let error = error as? HTTPClientError { return error == .cancelled }
         return false
     }
 
@@ -461,7 +463,7 @@ public final class InterceptingHTTPClient: Sendable {
 
     /// An error of AsyncHTTPClient, NIO or TLS as what it means for the request: only a connection that was never
     /// made (so the request was never sent) is `connectFailed`, which lets the next address be tried.
-    private func describe(_ error: any Error, host: String, address: IPAddress?, method: String) -> InterceptorError {
+    private func describe(_ error: any Error, host: String, address: IPAddress?, method: String, replayable: Bool) -> InterceptorError {
         let target = address.map { "\(host) at \($0)" } ?? host
         if let mismatch = error as? HostCertificateMismatch {
             return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(mismatch)")
@@ -478,8 +480,8 @@ public final class InterceptingHTTPClient: Sendable {
             return InterceptorError(.connectFailed, "\(target): \(error)")
         case let error as IOError where [ENETUNREACH, EHOSTUNREACH].contains(error.errnoCode):
             // Linux also reports these on a connection already made, when it gives up on it: only a request that may
-            // reach the server twice moves on.
-            guard Self.idempotentMethods.contains(method) else {
+            // reach the server twice, with a body that can be sent again whole, moves on.
+            guard Self.idempotentMethods.contains(method), replayable else {
                 return InterceptorError(.transportFailed, "\(target): \(error); a \(method) is not sent again")
             }
             return InterceptorError(.connectFailed, "\(target): \(error)")

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A real nginx (Debian's `nginx-light`) serving HTTPS name-based virtual hosts on a 127.0.0.x address and a high
-/// port, with a certificate made at test time. Every request is answered `200` with what the server saw:
+/// port, with a certificate made at test time, and the same over plain HTTP on the next port. Every request is answered `200` with what the server saw:
 /// `sni=<TLS server name> host=<the Host header as sent>`, so a test can check both of what a client sent. Beyond
 /// that:
 /// - `/redirect/STATUS/NAME/PATH` redirects with STATUS (301, 302, 303, 307, 308) to `https://NAME:port/PATH`;
@@ -16,6 +16,8 @@ public final class NginxServer: Sendable {
     /// The address nginx listens on, and its port.
     public let address: String
     public let port: Int
+    /// The port of the same server over plain HTTP/1.1: ``port`` + 1.
+    public var plainPort: Int { port + 1 }
     /// The size of `/large`, a file of zeros.
     public static let largeFileBytes = 50 * 1024 * 1024
     private let process: ChildProcess
@@ -72,6 +74,7 @@ public final class NginxServer: Sendable {
                 scgi_temp_path \(path)/scgi;
                 server {
                     listen \(address):\(port) ssl http2;
+                    listen \(address):\(port + 1);
                     server_name \(names.joined(separator: " "));
                     ssl_certificate \(certificate);
                     ssl_certificate_key \(key);

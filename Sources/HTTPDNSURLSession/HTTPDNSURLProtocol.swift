@@ -51,6 +51,12 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
         /// Whether `other` forwards through the same client into the same stores.
         func isSame(as other: Installation) -> Bool {
             client === other.client && cookies === other.cookies && cache === other.cache && setsCookies == other.setsCookies
+                && timeout == other.timeout && Self.fields(additionalHeaders) == Self.fields(other.additionalHeaders)
+        }
+
+        /// Fields compared without regard to the names' case or their order.
+        private static func fields(_ headers: [(String, String)]) -> [String: String] {
+            Dictionary(headers.map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { first, _ in first })
         }
     }
 
@@ -221,6 +227,12 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
             // Under the URL that answered (the last hop's), as URLSession keeps a redirected response.
             var answered = request
             answered.url = finalURL
+            // As the last hop was sent: a redirect may have made a POST a GET without its body.
+            answered.httpMethod = response.request.method
+            if response.request.method != request.httpMethod {
+                answered.httpBody = nil
+                answered.httpBodyStream = nil
+            }
             cache.storeCachedResponse(CachedURLResponse(response: head, data: kept, userInfo: nil, storagePolicy: policy), for: answered)
         }
         client?.urlProtocolDidFinishLoading(self)

@@ -88,6 +88,17 @@ struct InterceptorAgainstNginxTests {
         }
     }
 
+    /// Plain http to a name goes through the pipeline too (resolved, sent to the address), with no certificate to
+    /// check; the request says so in Host and has no SNI.
+    @Test func plainHTTPToANameIsSentToTheResolvedAddress() async throws {
+        try await Self.withStage { stage in
+            let (response, body) = try await stage.get("http://a.test:\(stage.origin.plainPort)/plain")
+            #expect(body == "sni= host=a.test:\(stage.origin.plainPort)\n")
+            #expect(response.connectedAddress == IPAddress(stage.origin.address))
+            #expect(response.cacheStoragePolicy == .allowed, "plain http may be stored on disk")
+        }
+    }
+
     /// The default port is left out of the Host header.
     @Test func theHostHeaderIsTheAuthorityAsWritten() async throws {
         try await Self.withStage { stage in

@@ -4,7 +4,7 @@ import Testing
 
 /// Which DNS names of a certificate cover the host the interceptor asked for (the check after NIOSSL's, which would
 /// also take a certificate for the address connected to).
-struct HostCertificateCheckTests {
+struct HostCertificateMismatchTests {
     @Test(arguments: [
         ("a.example", "a.example", true),
         ("A.Example.", "a.example", true),
@@ -18,6 +18,10 @@ struct HostCertificateCheckTests {
         ("a*.example.com", "ab.example.com", false),
         ("*", "example", false),
         ("127.0.0.1", "a.example", false),
+        ("*.example.com", "xn--bcher-kva.example.com", false),
+        ("\u{212A}.example", "k.example", false),
+        ("a.example", "a\u{0301}.example", false),
+        ("*.example.com", "*.example.com", false),
     ])
     func aDNSNameCoversTheHostExactlyOrByOneWildcardLabel(_ pattern: String, _ host: String, _ expected: Bool) {
         #expect(HostCertificateMismatch.matches(pattern, host) == expected)
