@@ -60,14 +60,27 @@ public struct CanonicalRequest: Sendable, Hashable {
     public var url: String {
         var text = ""
         text.reserveCapacity(scheme.utf8.count + host.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + (userInfo?.utf8.count ?? 0) + 16)
+        // Appended piece by piece: `"?" + query` would build a string only to copy it.
         text += scheme
         text += "://"
-        if let userInfo { text += userInfo + "@" }
+        if let userInfo {
+            text += userInfo
+            text += "@"
+        }
         text += host
-        if let port { text += ":\(port)" }
+        if let port {
+            text += ":"
+            text += String(port)
+        }
         text += path
-        if let query { text += "?" + query }
-        if let fragment { text += "#" + fragment }
+        if let query {
+            text += "?"
+            text += query
+        }
+        if let fragment {
+            text += "#"
+            text += fragment
+        }
         return text
     }
 

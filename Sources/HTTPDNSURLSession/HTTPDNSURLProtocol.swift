@@ -34,9 +34,10 @@ import Synchronization
 /// Not possible: upload tasks' bodies (`uploadTask(with:from:)`), which URLSession keeps from protocols — put the
 /// body in the request's `httpBody` or `httpBodyStream` instead; and the cookies set by intermediate redirects.
 ///
-/// `@unchecked Sendable`: URLProtocol is not marked so. This class adds one piece of mutable state, the loading task,
-/// behind a Mutex; `request` and `client` are set by URLSession before `startLoading` and not changed after.
-open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
+/// Not `Sendable` (URLProtocol is explicitly not): its one piece of mutable state, the loading task, is behind a
+/// Mutex, and `request` and `client` are set by URLSession before `startLoading` and not changed after, which is what
+/// lets ``ProtocolBox`` carry it into the loading task.
+open class HTTPDNSURLProtocol: URLProtocol {
     /// What the installed protocol forwards through, and the configuration's stores.
     struct Installation: @unchecked Sendable {
         let client: InterceptingHTTPClient
@@ -267,7 +268,7 @@ open class HTTPDNSURLProtocol: URLProtocol, @unchecked Sendable {
 
 /// ``HTTPDNSURLProtocol`` handing the body over in pieces as they arrive, for sessions whose data delegate reads
 /// them (`urlSession(_:dataTask:didReceive:)`). Completion-handler tasks would keep only the last piece.
-open class HTTPDNSStreamingURLProtocol: HTTPDNSURLProtocol, @unchecked Sendable {
+open class HTTPDNSStreamingURLProtocol: HTTPDNSURLProtocol {
     override open class var streamsBody: Bool { true }
 }
 
