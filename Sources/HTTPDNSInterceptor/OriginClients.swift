@@ -50,7 +50,9 @@ final class OriginClients: Sendable {
         var closing: [UInt64: Task<Void, Never>] = [:]
         var tick: UInt64 = 0
         var nextID: UInt64 = 0
-        var shutDown = false
+        /// Set by the first ``shutdown()``: from then on no client is handed out.
+        var shutdown: Task<Void, Never>?
+        var shutDown: Bool { shutdown != nil }
     }
 
     private let limit: Int
@@ -110,17 +112,20 @@ final class OriginClients: Sendable {
 
     /// Shuts every client down, leased or not (requests still running on them fail), and returns once all are.
     func shutdown() async {
-        let (clients, closing) = state.withLock { state -> ([HTTPClient], [Task<Void, Never>]) in
+        // One shutdown, which every caller awaits: a second call returns only once the first's work is done.
+        let shutdown = state.withLock { state -> Task<Void, Never> in
+            if let running = state.shutdown { return running }
+            let clients = state.entries.values.map(\.client) + state.retired.values.map(\.client)
             let closing = Array(state.closing.values)
-            guard !state.shutDown else { return ([], closing) }
-            state.shutDown = true
-            defer {
-                state.entries = [:]
-                state.retired = [:]
+            state.entries = [:]
+            state.retired = [:]
+            let task = Task {
+                for client in clients { try? await client.shutdown() }
+                for task in closing { await task.value }
             }
-            return (state.entries.values.map(\.client) + state.retired.values.map(\.client), closing)
+            state.shutdown = task
+            return task
         }
-        for client in clients { try? await client.shutdown() }
-        for task in closing { await task.value }
+        await shutdown.value
     }
 }
