@@ -249,12 +249,27 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     private func send(_ original: HTTPClientRequest, body: Body?, deadline: NIODeadline, logger: Logger) async throws(InterceptorError) -> Response {
+        var redirects = 0
+        do {
+            return try await follow(original, body: body, deadline: deadline, logger: logger, redirects: &redirects)
+        } catch where error.code == .invalidRequest && redirects > 0 {
+            // A hop the origin sent us to that cannot be sent: the origin's fault, not the caller's.
+            throw InterceptorError(.invalidRedirect, error.message, resolutionError: error.resolutionError)
+        }
+    }
+
+    private func follow(
+        _ original: HTTPClientRequest,
+        body: Body?,
+        deadline: NIODeadline,
+        logger: Logger,
+        redirects: inout Int
+    ) async throws(InterceptorError) -> Response {
         var method = original.method.rawValue
         var url = original.url
         // The caller's fields, minus Host: the Host header is always the URL's authority.
         var fields = original.headers.filter { $0.name.lowercased() != "host" }.map { CanonicalRequest.Header($0.name, $0.value) }
         var body = body
-        var redirects = 0
         while true {
             let canonical: CanonicalRequest
             do {

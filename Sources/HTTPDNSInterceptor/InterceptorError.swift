@@ -19,6 +19,9 @@ public struct InterceptorError: Error, Sendable, Hashable, CustomStringConvertib
         case tooManyRedirects = "too_many_redirects"
         /// A redirect from https to http, which is refused unless the configuration allows it.
         case insecureRedirect = "insecure_redirect"
+        /// The origin redirected to a Location that cannot be sent (not a URL, not http or https, a host DNS cannot
+        /// hold): the origin's fault, not the caller's.
+        case invalidRedirect = "invalid_redirect"
         /// The connection failed after the request was sent, so it is not sent again.
         case transportFailed = "transport_failed"
         /// The interceptor was shut down.

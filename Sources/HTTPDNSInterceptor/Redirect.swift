@@ -21,7 +21,7 @@ public struct Redirect: Sendable, Hashable {
 
     /// The next request after `status` with `location`, for a request of `method` to `from` with `headers`.
     /// - Returns: nil when `status` is not followed or there is no Location: the response is the answer.
-    /// - Throws: ``InterceptorError`` `invalidRequest` for a Location that is not a URL, and `insecureRedirect` for one
+    /// - Throws: ``InterceptorError`` `invalidRedirect` for a Location that cannot be sent, and `insecureRedirect` for one
     ///   from https to http unless `allowingInsecure`.
     public static func follow(
         status: Int,
@@ -33,7 +33,7 @@ public struct Redirect: Sendable, Hashable {
     ) throws(InterceptorError) -> Redirect? {
         guard statuses.contains(status), let location, !location.isEmpty else { return nil }
         guard let base = URL(string: from.url), let target = URL(string: location, relativeTo: base)?.absoluteURL else {
-            throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that is not a URL: '\(location)'")
+            throw InterceptorError(.invalidRedirect, "\(from.url) answered \(status) with a Location that is not a URL: '\(location)'")
         }
         let url = target.absoluteString
         // The next hop as the pipeline will send it: its origin is compared in canonical form (an IPv6 literal in
@@ -41,15 +41,15 @@ public struct Redirect: Sendable, Hashable {
         let next: CanonicalRequest
         do {
             guard let canonical = try CanonicalRequest.normalize(method: method, url: url) else {
-                throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that is not http or https: '\(location)'")
+                throw InterceptorError(.invalidRedirect, "\(from.url) answered \(status) with a Location that is not http or https: '\(location)'")
             }
             next = canonical
         } catch let error as CanonicalRequestError {
-            throw InterceptorError(.invalidRequest, "\(from.url) answered \(status) with a Location that cannot be sent: \(error.reason)")
+            throw InterceptorError(.invalidRedirect, "\(from.url) answered \(status) with a Location that cannot be sent: \(error.reason)")
         } catch let error as InterceptorError {
             throw error
         } catch {
-            throw InterceptorError(.invalidRequest, "\(error)")
+            throw InterceptorError(.invalidRedirect, "\(error)")
         }
         if from.scheme == "https", next.scheme == "http", !allowingInsecure {
             throw InterceptorError(.insecureRedirect, "\(from.url) redirects to \(url), from https to http; refused")

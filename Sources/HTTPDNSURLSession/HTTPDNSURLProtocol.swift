@@ -260,6 +260,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
         case .cancelled?: code = .cancelled
         case .tooManyRedirects?: code = .httpTooManyRedirects
         case .insecureRedirect?: code = .appTransportSecurityRequiresSecureConnection
+        case .invalidRedirect?: code = .badServerResponse
         case .transportFailed?, .shutdown?, nil: code = .networkConnectionLost
         }
         return URLError(code, userInfo: [NSLocalizedDescriptionKey: "\(error)", NSURLErrorFailingURLErrorKey: url, NSUnderlyingErrorKey: error])

@@ -138,6 +138,10 @@ struct FetchSendingTests {
             let missing = try await stage.fetch([stage.url("missing.test", "/")])
             #expect(missing.status == .exited(1), "\(missing)")
             #expect(missing.stderr.contains("missing.test could not be resolved"), "\(missing)")
+            // Sent by the origin to a host DNS cannot hold: the origin's fault, exit 1, not bad input.
+            let redirected = try await stage.fetch([stage.url("a.test", "/redirect/302/a_b.test/x")])
+            #expect(redirected.status == .exited(1), "\(redirected)")
+            #expect(redirected.stderr.contains("a_b.test"), "\(redirected)")
         }
     }
 

@@ -82,9 +82,9 @@ import Testing
     }
 
     @Test(arguments: ["http://[::1", "ht tp://x", "http://[::1]x/", "http://a.example:8o/"])
-    func aLocationThatIsNotAURLIsAnInvalidRequest(_ location: String) {
+    func aLocationThatIsNotAURLIsAnInvalidRedirect(_ location: String) {
         let error = #expect(throws: InterceptorError.self) { try Self.follow(302, location) }
-        #expect(error?.code == .invalidRequest)
+        #expect(error?.code == .invalidRedirect)
         #expect(error?.message.contains(location) == true, "\(String(describing: error))")
     }
 
