@@ -288,7 +288,9 @@ public final class InterceptingHTTPClient: Sendable {
             }
             var request = HTTPClientRequest(url: canonical.url)
             request.method = HTTPMethod(rawValue: canonical.method)
-            request.headers.add(name: "Host", value: canonical.hostHeader)
+            // No Host field of our own: AsyncHTTPClient writes the URL's host, and its port when not the scheme's
+            // default, which is `canonical.hostHeader` exactly (over HTTP/2, as :authority alone).
+            request.headers.reserveCapacity(canonical.headers.count)
             for header in canonical.headers { request.headers.add(name: header.name, value: header.value) }
             request.body = body?.requestBody
 

@@ -132,6 +132,16 @@ public final class NginxServer: Sendable {
 }
 
 /// Runs `body` with an nginx serving `names` over TLS, and stops it afterwards whatever happens.
-public func withNginx<T>(names: [String], certificate: String, key: String, _ body: (NginxServer) async throws -> T) async throws -> T {
-    try await LoopbackPeer.run(try await NginxServer.start(names: names, certificate: certificate, key: key), stop: { $0.stop() }, body)
+public func withNginx<T>(
+    names: [String],
+    certificate: String,
+    key: String,
+    keepaliveRequests: Int = 1000,
+    _ body: (NginxServer) async throws -> T
+) async throws -> T {
+    try await LoopbackPeer.run(
+        try await NginxServer.start(names: names, certificate: certificate, key: key, keepaliveRequests: keepaliveRequests),
+        stop: { $0.stop() },
+        body
+    )
 }
