@@ -99,6 +99,36 @@ struct InterceptorAgainstNginxTests {
         }
     }
 
+    /// A URL whose host is an address is passed: sent as given, nothing resolved, its certificate checked for that
+    /// address by NIOSSL, and counted as `passed`.
+    @Test func aRequestToAnAddressIsPassedAsGiven() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            let address = "127.0.0.\(Int.random(in: 2...254))"
+            try await TestCertificate.with(subjectAltName: "IP:\(address)") { certificate, key in
+                let origin = try await NginxServer.start(names: ["a.test"], certificate: certificate, key: key, address: address)
+                defer { origin.stop() }
+                let trusted = StaticSource(name: "httpdns")
+                var configuration = InterceptingHTTPClient.Configuration()
+                configuration.tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(certificate))]
+                let client = try InterceptingHTTPClient(resolver: try HostResolver(trusted: trusted, fallbacks: []), configuration: configuration)
+                let result: Result<(InterceptingHTTPClient.Response, String), any Error>
+                do {
+                    let response = try await client.execute(HTTPClientRequest(url: "https://\(address):\(origin.port)/x"), timeout: .seconds(30))
+                    result = .success((response, String(buffer: try await response.response.body.collect(upTo: 1024))))
+                } catch {
+                    result = .failure(error)
+                }
+                await client.shutdown()
+                let (response, body) = try result.get()
+                #expect(body == "sni= host=\(address):\(origin.port)\n", "no SNI for an address (RFC 6066)")
+                #expect(response.connectedAddress == nil)
+                #expect(trusted.queryCount(address) == 0)
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")]) == 1)
+            }
+        }
+    }
+
     /// The default port is left out of the Host header.
     @Test func theHostHeaderIsTheAuthorityAsWritten() async throws {
         try await Self.withStage { stage in
