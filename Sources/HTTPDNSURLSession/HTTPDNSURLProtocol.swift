@@ -282,8 +282,10 @@ private struct ProtocolBox: @unchecked Sendable {
     init(_ value: HTTPDNSURLProtocol) { self.value = value }
 }
 
-/// A request's `httpBodyStream` as byte buffers, read 64 KiB at a time on NIO's blocking-I/O thread pool: a stream's
-/// `read` may block (a pipe, a file on a slow disk), and must not hold a thread of the cooperative pool.
+/// A request's `httpBodyStream` as byte buffers, read up to 64 KiB at a time on the adapter's own thread pool: a
+/// stream's `read` may block (a pipe, a file on a slow disk), and must hold neither a thread of the cooperative pool
+/// nor one of NIO's shared blocking pool, which other work needs. The stream is closed when the body ends, fails, or
+/// is dropped unread (a request that failed or was cancelled).
 ///
 /// `@unchecked Sendable`: the stream is used by one iterator, one read at a time (each `next()` awaits its read
 /// before the next can begin), so it is never touched from two threads at once.
@@ -291,31 +293,68 @@ struct InputStreamBytes: AsyncSequence, @unchecked Sendable {
     typealias Element = ByteBuffer
     let stream: InputStream
 
+    /// The threads that read upload streams: at most this many uploads read at once; more wait their turn.
+    static let readers: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 4)
+        pool.start()
+        return pool
+    }()
+
     init(_ stream: InputStream) { self.stream = stream }
 
+    /// The stream, opened on the first read and closed once: at its end, on an error, or when the body is dropped.
+    final class Reader: @unchecked Sendable {
+        private let stream: InputStream
+        private var opened = false
+        private var closed = false
+
+        init(_ stream: InputStream) { self.stream = stream }
+
+        /// On a reader thread, one call at a time.
+        func read() throws -> ByteBuffer? {
+            guard !closed else { return nil }
+            if !opened {
+                stream.open()
+                opened = true
+            }
+            var buffer = ByteBuffer()
+            var result = 0
+            // Read straight into the buffer: no copy of the bytes.
+            _ = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 64 * 1024) { bytes in
+                result = stream.read(bytes.bindMemory(to: UInt8.self).baseAddress!, maxLength: bytes.count)
+                return Swift.max(0, result)
+            }
+            if result < 0 {
+                let error = stream.streamError ?? URLError(.cannotDecodeRawData)
+                close()
+                throw error
+            }
+            if result == 0 {
+                close()
+                return nil
+            }
+            return buffer
+        }
+
+        private func close() {
+            guard opened, !closed else { return }
+            closed = true
+            stream.close()
+        }
+
+        deinit { close() }
+    }
+
     struct AsyncIterator: AsyncIteratorProtocol {
-        let source: InputStreamBytes
-        var opened = false
+        let reader: Reader
 
         mutating func next() async throws -> ByteBuffer? {
-            let source = self.source
-            let open = !opened
-            opened = true
-            return try await NIOThreadPool.singleton.runIfActive { () throws -> ByteBuffer? in
-                if open { source.stream.open() }
-                var bytes = [UInt8](repeating: 0, count: 64 * 1024)
-                let count = source.stream.read(&bytes, maxLength: bytes.count)
-                if count < 0 { throw source.stream.streamError ?? URLError(.cannotDecodeRawData) }
-                if count == 0 {
-                    source.stream.close()
-                    return nil
-                }
-                return ByteBuffer(bytes: bytes[..<count])
-            }
+            let reader = self.reader
+            return try await InputStreamBytes.readers.runIfActive { try reader.read() }
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: Reader(stream)) }
 }
 
 /// The URLSession adapter cannot be installed as asked.
