@@ -224,26 +224,13 @@ final class ServiceClient: Sendable {
         let (logger, maxAnswerBytes) = (logger, settings.maxAnswerBytes)
         let fetched: Swift.Result<Answer, AttemptFailure>
         do {
-            fetched = .success(
-                try await withThrowingTaskGroup(of: Answer?.self) { group in
-                    group.addTask {
-                        let response = try await client.execute(request, deadline: deadline, logger: logger)
-                        let body = try await response.body.collect(upTo: maxAnswerBytes)
-                        return Answer(status: response.status, body: body, endpoint: endpoint)
-                    }
-                    group.addTask {
-                        let nanoseconds = deadline.uptimeNanoseconds > NIODeadline.now().uptimeNanoseconds
-                            ? deadline.uptimeNanoseconds - NIODeadline.now().uptimeNanoseconds : 0
-                        try await Task.sleep(nanoseconds: nanoseconds)
-                        return nil
-                    }
-                    defer { group.cancelAll() }
-                    guard let first = try await group.next(), let answer = first else {
-                        throw HTTPClientError.deadlineExceeded
-                    }
-                    return answer
-                }
-            )
+            let answer = try await withDeadline(deadline) {
+                let response = try await client.execute(request, deadline: deadline, logger: logger)
+                let body = try await response.body.collect(upTo: maxAnswerBytes)
+                return Answer(status: response.status, body: body, endpoint: endpoint)
+            }
+            guard let answer else { throw HTTPClientError.deadlineExceeded }
+            fetched = .success(answer)
         } catch is CancellationError where Task.isCancelled {
             return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
         } catch {

@@ -227,6 +227,11 @@ public final class InterceptingHTTPClient: Sendable {
         case bytes(ByteBuffer)
         case opaque(HTTPClientRequest.Body)
 
+        /// Whether it can be sent again whole: in memory, yes; the caller's own stream, no.
+        var canBeSentAgain: Bool {
+            if case .bytes = self { true } else { false }
+        }
+
         var requestBody: HTTPClientRequest.Body {
             switch self {
             case .bytes(let buffer): .bytes(buffer)
@@ -271,21 +276,15 @@ public final class InterceptingHTTPClient: Sendable {
         var fields = original.headers.filter { $0.name.lowercased() != "host" }.map { CanonicalRequest.Header($0.name, $0.value) }
         var body = body
         while true {
-            let canonical: CanonicalRequest
+            let normalized: CanonicalRequest?
             do {
-                guard let normalized = try CanonicalRequest.normalize(
+                normalized = try CanonicalRequest.normalize(
                     method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical
-                ) else {
-                    throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL")
-                }
-                canonical = normalized
-            } catch let error as CanonicalRequestError {
-                throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')")
-            } catch let error as InterceptorError {
-                throw error
+                )
             } catch {
-                throw InterceptorError(.invalidRequest, "\(error)")
+                throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')")
             }
+            guard let canonical = normalized else { throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL") }
             var request = HTTPClientRequest(url: canonical.url)
             request.method = HTTPMethod(rawValue: canonical.method)
             // No Host field of our own: AsyncHTTPClient writes the URL's host, and its port when not the scheme's
@@ -294,8 +293,7 @@ public final class InterceptingHTTPClient: Sendable {
             for header in canonical.headers { request.headers.add(name: header.name, value: header.value) }
             request.body = body?.requestBody
 
-            let replayable: Bool
-            if case .opaque = body { replayable = false } else { replayable = true }
+            let replayable = body?.canBeSentAgain ?? true
             let sent = try await sendHop(request, canonical: canonical, replayable: replayable, deadline: deadline, logger: logger)
             let status = Int(sent.response.status.code)
             // Not a redirect, or no hop allowed (0: the redirect is the answer, whatever its Location says).
@@ -308,9 +306,7 @@ public final class InterceptingHTTPClient: Sendable {
             )
             // No Location; or a body the caller streamed, which cannot be sent again: the redirect is the answer, as
             // AsyncHTTPClient does.
-            let cannotReplay: Bool
-            if case .opaque = body, next?.keepsBody == true { cannotReplay = true } else { cannotReplay = false }
-            guard let next, !cannotReplay else {
+            guard let next, replayable || !next.keepsBody else {
                 return finish(sent, canonical: canonical, redirects: redirects)
             }
             guard redirects < configuration.maxRedirects else {
@@ -432,29 +428,17 @@ public final class InterceptingHTTPClient: Sendable {
         // A hit in the trusted cache, answered without suspending: no race to set up (it costs more than the rest
         // of the interceptor's own work together; PERFORMANCE.md).
         do {
-            if let cached = try resolver.trusted.cachedResolution(host, families: families) {
-                return HostResolver.Answer(resolution: cached, fallback: false, verdict: .ok)
-            }
+            if let cached = try resolver.cachedAnswer(host, families: families) { return cached }
         } catch let error as ResolutionError where error.code.isNegativeAnswer {
-            // A negative answer the trusted source gave is final, as in HostResolver.resolve.
             throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
         } catch {
             // Anything else: the resolver's own path decides (the fallbacks, the guard).
         }
         do {
-            return try await withThrowingTaskGroup(of: HostResolver.Answer?.self) { group in
-                group.addTask { try await self.resolver.resolve(host, families: families) }
-                group.addTask {
-                    let left = deadline.uptimeNanoseconds.subtractingReportingOverflow(NIODeadline.now().uptimeNanoseconds)
-                    try await Task.sleep(nanoseconds: left.overflow ? 0 : left.partialValue)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let answer = first else {
-                    throw InterceptorError(.timeout, "\(host) was not resolved before the request's deadline")
-                }
-                return answer
+            guard let answer = try await withDeadline(deadline, { try await self.resolver.resolve(host, families: families) }) else {
+                throw InterceptorError(.timeout, "\(host) was not resolved before the request's deadline")
             }
+            return answer
         } catch let error as InterceptorError {
             throw error
         } catch let error as ResolutionError {

@@ -91,17 +91,19 @@ public final class HostResolver: Sendable {
         let trustedFailure: ResolutionError
         do {
             // A hit is answered without suspending: no async call on the hot path.
-            let resolution: Resolution
-            if let cached = try trusted.cachedResolution(host, families: families) {
-                resolution = cached
-            } else {
-                resolution = try await trusted.resolve(host, families: families)
-            }
-            return Answer(resolution: resolution, fallback: false, verdict: .ok)
+            if let cached = try cachedAnswer(host, families: families) { return cached }
+            return Answer(resolution: try await trusted.resolve(host, families: families), fallback: false, verdict: .ok)
         } catch let error as ResolutionError where !error.code.isNegativeAnswer {
             trustedFailure = error
         }
         return try await fallBack(host, families: families, trustedFailure: trustedFailure)
+    }
+
+    /// What the trusted source's cache can answer for `host` right now, without waiting: for callers that must not
+    /// suspend on a hit. Returns a fresh or stale answer, throws a fresh negative one (final, as in
+    /// ``resolve(_:families:)``), and returns nil when the lookup must wait: follow a nil with `resolve`.
+    public func cachedAnswer(_ host: HostName, families: AddressFamilies = .all) throws -> Answer? {
+        try trusted.cachedResolution(host, families: families).map { Answer(resolution: $0, fallback: false, verdict: .ok) }
     }
 
     /// The fallbacks' turn, the trusted source having failed with `trustedFailure`.
