@@ -41,58 +41,120 @@ public struct CanonicalRequest: Sendable, Hashable {
         }
     }
 
-    public var method: String
-    /// `http` or `https`.
-    public var scheme: String
-    public var userInfo: String?
-    /// As written in the URL: lowercased, an IPv6 literal in brackets, a trailing dot kept.
-    public var host: String
-    public var port: Int?
-    /// Never empty: at least `/`.
-    public var path: String
-    public var query: String?
-    /// Kept in `apple` mode only: the fragment is never sent.
-    public var fragment: String?
-    /// The request's fields, then the defaults added, in that order.
-    public var headers: [Header]
+    /// The request's header fields: those given, in their order, then the defaults added where a field was absent.
+    /// The defaults are not copied into an array of their own: reading them costs nothing more than reading the
+    /// fields given.
+    public struct Fields: RandomAccessCollection, Sendable, Hashable, ExpressibleByArrayLiteral, CustomStringConvertible {
+        let given: [Header]
+        let accept: Bool
+        let acceptEncoding: String?
+        let acceptLanguage: String?
+        let contentType: Bool
 
-    /// The canonical URL.
-    public var url: String {
-        var text = ""
-        text.reserveCapacity(scheme.utf8.count + host.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + (userInfo?.utf8.count ?? 0) + 16)
-        // Appended piece by piece: `"?" + query` would build a string only to copy it.
-        text += scheme
-        text += "://"
-        if let userInfo {
-            text += userInfo
-            text += "@"
+        init(given: [Header], accept: Bool = false, acceptEncoding: String? = nil, acceptLanguage: String? = nil, contentType: Bool = false) {
+            self.given = given
+            self.accept = accept
+            self.acceptEncoding = acceptEncoding
+            self.acceptLanguage = acceptLanguage
+            self.contentType = contentType
         }
-        text += host
-        if let port {
-            text += ":"
-            text += String(port)
+
+        /// Fields with no defaults added.
+        public init(arrayLiteral elements: Header...) {
+            self.init(given: elements)
         }
-        text += path
-        if let query {
-            text += "?"
-            text += query
+
+        public var startIndex: Int { 0 }
+        public var endIndex: Int {
+            given.count + (accept ? 1 : 0) + (acceptEncoding == nil ? 0 : 1) + (acceptLanguage == nil ? 0 : 1) + (contentType ? 1 : 0)
         }
-        if let fragment {
-            text += "#"
-            text += fragment
+
+        public subscript(position: Int) -> Header {
+            if position < given.count { return given[position] }
+            // The defaults in their fixed order, each counted only when added.
+            var rest = position - given.count
+            if accept {
+                if rest == 0 { return Header("Accept", "*/*") }
+                rest -= 1
+            }
+            if let acceptEncoding {
+                if rest == 0 { return Header("Accept-Encoding", acceptEncoding) }
+                rest -= 1
+            }
+            if let acceptLanguage {
+                if rest == 0 { return Header("Accept-Language", acceptLanguage) }
+                rest -= 1
+            }
+            precondition(contentType && rest == 0, "index \(position) is out of range")
+            return Header("Content-Type", "application/x-www-form-urlencoded")
         }
-        return text
+
+        /// Equal when the fields are, whether given or added.
+        public static func == (lhs: Fields, rhs: Fields) -> Bool { lhs.elementsEqual(rhs) }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(count)
+            for field in self { hasher.combine(field) }
+        }
+
+        public var description: String { Array(self).description }
+    }
+
+    public let method: String
+    /// The canonical URL: ASCII only. When the URL given was canonical already, this is that string itself.
+    public let url: String
+    /// The request's fields, then the defaults added, in that order.
+    public let headers: Fields
+    public let port: Int?
+    private let isHTTPS: Bool
+    // The components are read from `url` when asked for.
+    private let layout: Layout
+
+    /// Where the components are in a canonical URL, which is always written
+    /// `scheme "://" [user-information "@"] host [":" port] path ["?" query] ["#" fragment]`: UTF-8 offsets, the
+    /// rest implied. The user information ends before the `@` that ends before `hostStart`; the query is there when
+    /// `queryEnd` is past `pathEnd`, and the fragment when the URL goes on past `queryEnd`.
+    private struct Layout: Sendable, Hashable {
+        var hostStart = 0
+        var hostEnd = 0
+        var pathStart = 0
+        var pathEnd = 0
+        var queryEnd = 0
+    }
+
+    /// `http` or `https`.
+    public var scheme: String { isHTTPS ? "https" : "http" }
+    public var userInfo: String? {
+        let start = isHTTPS ? 8 : 7
+        return layout.hostStart > start ? text(start..<(layout.hostStart - 1)) : nil
+    }
+    /// As written in the URL: lowercased, an IPv6 literal in brackets, a trailing dot kept.
+    public var host: String { text(layout.hostStart..<layout.hostEnd) }
+    /// Never empty: at least `/`.
+    public var path: String { text(layout.pathStart..<layout.pathEnd) }
+    public var query: String? { layout.queryEnd > layout.pathEnd ? text((layout.pathEnd + 1)..<layout.queryEnd) : nil }
+    /// Kept in `apple` mode only: the fragment is never sent.
+    public var fragment: String? {
+        let end = url.utf8.count
+        return end > layout.queryEnd ? text((layout.queryEnd + 1)..<end) : nil
+    }
+
+    private func text(_ range: Range<Int>) -> String {
+        let utf8 = url.utf8
+        let start = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+        return String(url[start..<utf8.index(start, offsetBy: range.count)])
     }
 
     /// The Host header: the host, and the port only when it is not the scheme's default (RFC 9110 §7.2).
     public var hostHeader: String {
-        guard let port, port != (scheme == "https" ? 443 : 80) else { return host }
+        guard let port, port != (isHTTPS ? 443 : 80) else { return host }
         return "\(host):\(port)"
     }
 
     /// The name to resolve, without brackets and without a trailing dot (`a.example.` and `a.example` resolve once);
     /// nil when the host is an address literal.
     public var nameToResolve: String? {
+        let host = self.host
         let name = host.hasSuffix(".") ? String(host.dropLast()) : host
         guard !host.hasPrefix("["), IPv4Address(name) == nil else { return nil }
         return name
@@ -116,42 +178,77 @@ public struct CanonicalRequest: Sendable, Hashable {
     ) throws(CanonicalRequestError) -> CanonicalRequest? {
         // Read in place from the string's own UTF-8 storage, not from a copy.
         var text = url
-        let result = text.withUTF8 { bytes -> Result<CanonicalRequest?, CanonicalRequestError> in
-            Result { () throws(CanonicalRequestError) -> CanonicalRequest? in
-                try normalize(bytes, method: method, url: url, headers: headers, hasBody: hasBody, configuration: configuration)
-            }
+        let result = text.withUTF8 { bytes -> Result<URLParts?, CanonicalRequestError> in
+            Result { () throws(CanonicalRequestError) -> URLParts? in try parse(bytes, url: url, standard: configuration.mode == .standard) }
         }
-        return try result.get()
+        guard let parts = try result.get() else { return nil }
+        return CanonicalRequest(
+            method: method,
+            url: parts.url,
+            headers: withDefaults(headers, method: method, hasBody: hasBody, configuration: configuration),
+            port: parts.port,
+            isHTTPS: parts.isHTTPS,
+            layout: parts.layout
+        )
     }
 
-    private static func normalize(
-        _ bytes: UnsafeBufferPointer<UInt8>,
-        method: String,
-        url: String,
-        headers: [Header],
-        hasBody: Bool,
-        configuration: Configuration
-    ) throws(CanonicalRequestError) -> CanonicalRequest? {
+    /// A canonical URL and where its components are in it.
+    private struct URLParts {
+        var url: String
+        var isHTTPS: Bool
+        var port: Int?
+        var layout = Layout()
+    }
+
+    /// A component of the canonical URL: the input's bytes where they are canonical already, else the bytes made.
+    private enum Piece {
+        case input(Range<Int>)
+        case made([UInt8])
+
+        var count: Int {
+            switch self {
+            case .input(let range): range.count
+            case .made(let bytes): bytes.count
+            }
+        }
+
+        var isInput: Bool {
+            if case .input = self { return true }
+            return false
+        }
+
+        /// Where the input's bytes are; only for a piece taken from the input.
+        var range: Range<Int> {
+            guard case .input(let range) = self else { preconditionFailure("a piece made, not taken from the input") }
+            return range
+        }
+
+        static func text(_ text: String) -> Piece { .made(Array(text.utf8)) }
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, url: String, standard: Bool) throws(CanonicalRequestError) -> URLParts? {
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isScheme(bytes[..<colon]) else {
             throw CanonicalRequestError(url: url, reason: "not an absolute URL: no scheme")
         }
-        let scheme: String
+        let isHTTPS: Bool
         switch colon {
-        case 4 where equalIgnoringASCIICase(bytes[..<colon], "http"): scheme = "http"
-        case 5 where equalIgnoringASCIICase(bytes[..<colon], "https"): scheme = "https"
+        case 4 where equalIgnoringASCIICase(bytes[..<colon], "http"): isHTTPS = false
+        case 5 where equalIgnoringASCIICase(bytes[..<colon], "https"): isHTTPS = true
         default: return nil  // Not ours, whatever else it holds.
         }
         if let bad = bytes.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) {
             throw CanonicalRequestError(url: url, reason: "a space or control character at byte \(bad)")
         }
-        let standard = configuration.mode == .standard
+        // The URL given is kept as the canonical one when nothing in it changes: this is that question's answer so far.
+        var asGiven = !bytes[..<colon].contains { (0x41...0x5A).contains($0) }
 
         // Reference step 2: `http:host` and `http:/host` are read as `http://host`.
         var rest = bytes[(colon + 1)...]
-        if rest.starts(with: Array("//".utf8)) {
+        if rest.starts(with: "//".utf8) {
             rest = rest.dropFirst(2)
-        } else if rest.first == UInt8(ascii: "/") {
-            rest = rest.dropFirst()
+        } else {
+            asGiven = false
+            if rest.first == UInt8(ascii: "/") { rest = rest.dropFirst() }
         }
         let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
         let authority = rest[..<authorityEnd]
@@ -163,46 +260,123 @@ public struct CanonicalRequest: Sendable, Hashable {
         let rawQuery = queryStart.map { beforeFragment[($0 + 1)...] }
         let rawFragment = fragmentStart.map { afterAuthority[($0 + 1)...] }
 
-        var userInfo: String?
+        var userInfo: Piece?
         var hostPort = authority
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) {
             userInfo = try component(authority[..<at], in: url, standard: standard, what: "user information")
             hostPort = authority[(at + 1)...]
         }
-        var (host, port) = try hostAndPort(hostPort, in: url, standard: standard)
-        if host.isEmpty {
+        var (host, port, portAsWritten) = try hostAndPort(hostPort, in: url, standard: standard)
+        if host.count == 0 {
             guard !standard else {
                 throw CanonicalRequestError(url: url, reason: "the host is empty (RFC 9110 §4.2.1: an http URI needs one)")
             }
-            host = "localhost"
+            host = .text("localhost")
         }
-
-        var path = try component(rawPath, in: url, standard: standard, what: "path")
-        if standard { path = removeDotSegments(path) }
-        if path.isEmpty { path = "/" }
-        var query: String?
-        if let rawQuery { query = try component(rawQuery, in: url, standard: standard, what: "query") }
-        var fragment: String?
-        if let rawFragment, !standard { fragment = try component(rawFragment, in: url, standard: false, what: "fragment") }
-
         if let port, !(1...65535).contains(port) {
             throw CanonicalRequestError(url: url, reason: "port \(port) is out of range (1 to 65535)")
         }
-        return CanonicalRequest(
-            method: method,
-            scheme: scheme,
-            userInfo: userInfo,
-            host: host,
-            port: port,
-            path: path,
-            query: query,
-            fragment: fragment,
-            headers: withDefaults(headers, method: method, hasBody: hasBody, configuration: configuration)
-        )
+
+        var path = try component(rawPath, in: url, standard: standard, what: "path")
+        if standard {
+            let removed =
+                switch path {
+                case .input(let range): removeDotSegments(bytes[range])
+                case .made(let made): removeDotSegments(made)
+                }
+            if let removed { path = .made(removed) }
+        }
+        if path.count == 0 { path = .text("/") }
+        var query: Piece?
+        if let rawQuery { query = try component(rawQuery, in: url, standard: standard, what: "query") }
+        var fragment: Piece?
+        if let rawFragment {
+            if standard {
+                asGiven = false  // Never sent, so dropped.
+            } else {
+                fragment = try component(rawFragment, in: url, standard: false, what: "fragment")
+            }
+        }
+        asGiven = asGiven && portAsWritten && host.isInput && path.isInput && (userInfo?.isInput ?? true) && (query?.isInput ?? true)
+            && (fragment?.isInput ?? true)
+
+        var parts = URLParts(url: url, isHTTPS: isHTTPS, port: port)
+        if asGiven {
+            parts.layout = Layout(
+                hostStart: host.range.lowerBound,
+                hostEnd: host.range.upperBound,
+                pathStart: path.range.lowerBound,
+                pathEnd: path.range.upperBound,
+                queryEnd: query?.range.upperBound ?? path.range.upperBound
+            )
+            // Written out again, the URL is the one given, laid out the same: checked in debug builds, which the tests are.
+            assert({
+                var written = parts
+                written.url = assemble(&written, from: bytes, userInfo, host, path, query, fragment)
+                return written.url == url && written.layout == parts.layout
+            }(), "\(url) was taken as canonical")
+        } else {
+            parts.url = assemble(&parts, from: bytes, userInfo, host, path, query, fragment)
+        }
+        return parts
+    }
+
+    /// The URL written from its components, where they are in it set in `parts`.
+    private static func assemble(
+        _ parts: inout URLParts,
+        from input: UnsafeBufferPointer<UInt8>,
+        _ userInfo: Piece?,
+        _ host: Piece,
+        _ path: Piece,
+        _ query: Piece?,
+        _ fragment: Piece?
+    ) -> String {
+        var portDigits: [UInt8] = []
+        if let port = parts.port { portDigits = Array(String(port).utf8) }
+        let length = (parts.isHTTPS ? 8 : 7) + (userInfo.map { $0.count + 1 } ?? 0) + host.count + (parts.port == nil ? 0 : portDigits.count + 1)
+            + path.count + (query.map { $0.count + 1 } ?? 0) + (fragment.map { $0.count + 1 } ?? 0)
+        var layout = Layout()
+        let url = String(unsafeUninitializedCapacity: length) { output in
+            var at = 0
+            func write(_ bytes: some Collection<UInt8>) {
+                at = output[at...].initialize(fromContentsOf: bytes)
+            }
+            func write(_ piece: Piece) -> Range<Int> {
+                let start = at
+                switch piece {
+                case .input(let range): write(input[range])
+                case .made(let bytes): write(bytes)
+                }
+                return start..<at
+            }
+            write((parts.isHTTPS ? "https://" : "http://").utf8)
+            if let userInfo {
+                _ = write(userInfo)
+                write(CollectionOfOne(UInt8(ascii: "@")))
+            }
+            (layout.hostStart, layout.hostEnd) = (write(host).lowerBound, at)
+            if !portDigits.isEmpty {
+                write(CollectionOfOne(UInt8(ascii: ":")))
+                write(portDigits)
+            }
+            (layout.pathStart, layout.pathEnd) = (write(path).lowerBound, at)
+            if let query {
+                write(CollectionOfOne(UInt8(ascii: "?")))
+                _ = write(query)
+            }
+            layout.queryEnd = at
+            if let fragment {
+                write(CollectionOfOne(UInt8(ascii: "#")))
+                _ = write(fragment)
+            }
+            return at
+        }
+        parts.layout = layout
+        return url
     }
 
     /// The request's fields with the reference's defaults added where the field is absent, never overwriting.
-    static func withDefaults(_ headers: [Header], method: String, hasBody: Bool, configuration: Configuration) -> [Header] {
+    static func withDefaults(_ headers: [Header], method: String, hasBody: Bool, configuration: Configuration) -> Fields {
         // One pass over the request's fields for the four names (compared by length first: most fields are none of
         // them), then the defaults for those absent.
         var (accept, encoding, language, contentType) = (false, false, false, false)
@@ -216,17 +390,14 @@ public struct CanonicalRequest: Sendable, Hashable {
             default: break
             }
         }
-        var result = headers
-        result.reserveCapacity(headers.count + 4)
-        if !accept { result.append(Header("Accept", "*/*")) }
-        if !encoding, !configuration.decodedEncodings.isEmpty {
-            result.append(Header("Accept-Encoding", configuration.decodedEncodings.joined(separator: ", ")))
-        }
-        if !language, let value = configuration.defaultLanguage, !value.isEmpty { result.append(Header("Accept-Language", value)) }
-        if !contentType, hasBody, equalIgnoringASCIICase(method, "POST") {
-            result.append(Header("Content-Type", "application/x-www-form-urlencoded"))
-        }
-        return result
+        let addedLanguage = language ? nil : configuration.defaultLanguage
+        return Fields(
+            given: headers,
+            accept: !accept,
+            acceptEncoding: encoding || configuration.decodedEncodings.isEmpty ? nil : configuration.decodedEncodings.joined(separator: ", "),
+            acceptLanguage: addedLanguage?.isEmpty == false ? addedLanguage : nil,
+            contentType: !contentType && hasBody && equalIgnoringASCIICase(method, "POST")
+        )
     }
 
     /// ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1).
@@ -235,7 +406,8 @@ public struct CanonicalRequest: Sendable, Hashable {
         return bytes.allSatisfy { isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 
-    private static func hostAndPort(_ bytes: Bytes, in url: String, standard: Bool) throws(CanonicalRequestError) -> (String, Int?) {
+    /// The host, the port, and whether the port is written as the canonical URL writes it.
+    private static func hostAndPort(_ bytes: Bytes, in url: String, standard: Bool) throws(CanonicalRequestError) -> (Piece, Int?, Bool) {
         var hostBytes = bytes
         var portBytes: Bytes?
         if bytes.first == UInt8(ascii: "[") {
@@ -253,6 +425,7 @@ public struct CanonicalRequest: Sendable, Hashable {
             portBytes = bytes[(colon + 1)...]
         }
         var port: Int?
+        var portAsWritten = portBytes == nil
         if let portBytes, !portBytes.isEmpty {
             let digits = portBytes.drop { $0 == UInt8(ascii: "0") }
             guard portBytes.allSatisfy(isDigit), digits.count <= 5 else {
@@ -262,29 +435,27 @@ public struct CanonicalRequest: Sendable, Hashable {
                 // The reference edits the URL's bytes and keeps a port as written: leading zeros cannot be kept here.
                 throw CanonicalRequestError(url: url, reason: "the port '\(String(decoding: portBytes, as: UTF8.self))' has leading zeros")
             }
-            port = Int(String(decoding: digits, as: UTF8.self)) ?? 0
+            port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+            portAsWritten = digits.count == portBytes.count
         } else if portBytes != nil, !standard {
             throw CanonicalRequestError(url: url, reason: "an empty port (the reference keeps the ':', which this form cannot)")
         }
-        // ASCII only: a byte above 0x7F is refused below, so lowercasing changes ASCII letters alone.
-        let host =
-            hostBytes.contains(where: { (0x41...0x5A).contains($0) })
-            ? String(decoding: hostBytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
-            : String(decoding: hostBytes, as: UTF8.self)
-        if host.hasPrefix("[") {
-            let literal = String(host.dropFirst().dropLast())
+        if hostBytes.first == UInt8(ascii: "[") {
+            let written = String(decoding: hostBytes, as: UTF8.self)
+            let literal = String(written.dropFirst().dropLast())
             guard let address = IPv6Address(literal) else {
                 throw CanonicalRequestError(url: url, reason: "'\(literal)' is not an IPv6 address")
             }
-            return (standard ? "[\(rfc5952(address))]" : host, port)
+            let canonical = standard ? "[\(rfc5952(address))]" : written.lowercased()
+            return (canonical == written ? .input(hostBytes.startIndex..<hostBytes.endIndex) : .text(canonical), port, portAsWritten)
         }
         guard hostBytes.allSatisfy({ isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }) else {
-            throw CanonicalRequestError(url: url, reason: "the host '\(host)' holds a character a host name cannot (internationalised names in their xn-- form)")
+            throw CanonicalRequestError(url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' holds a character a host name cannot (internationalised names in their xn-- form)")
         }
         let name = hostBytes.last == UInt8(ascii: ".") ? hostBytes.dropLast() : hostBytes
         guard name.count <= 253 else { throw CanonicalRequestError(url: url, reason: "the host is longer than 253 bytes") }
         if name.isEmpty, !hostBytes.isEmpty {
-            throw CanonicalRequestError(url: url, reason: "the host '\(host)' has an empty label")
+            throw CanonicalRequestError(url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' has an empty label")
         }
         if !name.isEmpty {
             // Labels of 1 to 63 bytes.
@@ -300,10 +471,14 @@ public struct CanonicalRequest: Sendable, Hashable {
                 }
             }
             guard valid, label > 0 else {
-                throw CanonicalRequestError(url: url, reason: "the host '\(host)' has an empty label or one longer than 63 bytes")
+                throw CanonicalRequestError(url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' has an empty label or one longer than 63 bytes")
             }
         }
-        return (host, port)
+        // ASCII only (checked above), so lowercasing changes ASCII letters alone.
+        guard hostBytes.contains(where: { (0x41...0x5A).contains($0) }) else {
+            return (.input(hostBytes.startIndex..<hostBytes.endIndex), port, portAsWritten)
+        }
+        return (.made(hostBytes.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }), port, portAsWritten)
     }
 
     /// RFC 5952 §4: lowercase, no leading zeros, the longest run of two or more zero groups (the first of equal ones)
@@ -340,11 +515,10 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     /// A path, query, fragment or user information, checked, and in `standard` mode with its percent-escapes
     /// normalised: hex digits in capitals, escapes of unreserved characters decoded (RFC 3986 §6.2.2.1–2).
-    private static func component(_ bytes: Bytes, in url: String, standard: Bool, what: String) throws(CanonicalRequestError) -> String {
-        // Most components have no escape and are ASCII: then they are taken as they are.
-        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
+    private static func component(_ bytes: Bytes, in url: String, standard: Bool, what: String) throws(CanonicalRequestError) -> Piece {
+        // One pass checks the bytes and asks whether an escape changes; most components have none and are taken as
+        // they are.
+        var changes = false
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]
@@ -352,7 +526,6 @@ public struct CanonicalRequest: Sendable, Hashable {
                 throw CanonicalRequestError(url: url, reason: "a byte that is not ASCII in the \(what): percent-encode it")
             }
             guard byte == UInt8(ascii: "%") else {
-                output.append(byte)
                 index += 1
                 continue
             }
@@ -360,34 +533,50 @@ public struct CanonicalRequest: Sendable, Hashable {
             else {
                 throw CanonicalRequestError(url: url, reason: "a '%' in the \(what) that is not followed by two hex digits")
             }
+            if standard, isUnreserved(high << 4 | low) || bytes[index + 1] != hexDigit(high) || bytes[index + 2] != hexDigit(low) {
+                changes = true
+            }
+            index += 3
+        }
+        guard changes else { return .input(bytes.startIndex..<bytes.endIndex) }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        index = bytes.startIndex
+        while index < bytes.endIndex {
+            guard bytes[index] == UInt8(ascii: "%") else {
+                output.append(bytes[index])
+                index += 1
+                continue
+            }
+            // Checked above: two hex digits follow.
+            let (high, low) = (hexValue(bytes[index + 1]) ?? 0, hexValue(bytes[index + 2]) ?? 0)
             let decoded = high << 4 | low
-            if !standard {
-                output += bytes[index...(index + 2)]
-            } else if isUnreserved(decoded) {
+            if isUnreserved(decoded) {
                 output.append(decoded)
             } else {
                 output += [UInt8(ascii: "%"), hexDigit(high), hexDigit(low)]
             }
             index += 3
         }
-        return String(decoding: output, as: UTF8.self)
+        return .made(output)
     }
 
     /// RFC 3986 §5.2.4.
-    static func removeDotSegments(_ path: String) -> String {
+    /// - Returns: nil when the path has no dot segment, else the path without them.
+    static func removeDotSegments(_ path: some Collection<UInt8>) -> [UInt8]? {
         // No segment is "." or ".." unless a "." follows a "/" or starts the path.
         var previous = UInt8(ascii: "/")
         var dotAfterSlash = false
-        for byte in path.utf8 {
+        for byte in path {
             if byte == UInt8(ascii: "."), previous == UInt8(ascii: "/") {
                 dotAfterSlash = true
                 break
             }
             previous = byte
         }
-        if !dotAfterSlash { return path }
+        if !dotAfterSlash { return nil }
         // Segment by segment over the bytes: each segment of the input is "/" and what follows up to the next "/".
-        let input = Array(path.utf8)
+        let input = Array(path)
         var output: [UInt8] = []
         output.reserveCapacity(input.count)
         var segmentStarts: [Int] = []
@@ -424,7 +613,7 @@ public struct CanonicalRequest: Sendable, Hashable {
                 index = end
             }
         }
-        return String(decoding: output, as: UTF8.self)
+        return output
     }
 
     private static func isAlpha(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }

@@ -385,12 +385,13 @@ public final class InterceptingHTTPClient: Sendable {
         // request would be resolved by the system instead. The canonical form makes them agree for a URL of scheme,
         // host, port and path, whose host is a checked name; with user information (where an `@` could be read in
         // two ways) this makes sure.
-        guard canonical.userInfo == nil || URL(string: request.url)?.host?.lowercased() == canonical.host else {
-            throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(canonical.host)")
+        let origin = canonical.host  // Read from the canonical URL once.
+        guard canonical.userInfo == nil || URL(string: request.url)?.host?.lowercased() == origin else {
+            throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(origin)")
         }
         var failures: [String] = []
         for (index, address) in addresses.enumerated() {
-            guard let lease = origins.lease(.init(host: canonical.host, address: address)) else {
+            guard let lease = origins.lease(.init(host: origin, address: address)) else {
                 throw InterceptorError(.shutdown, "the interceptor was shut down")
             }
             do {
@@ -409,7 +410,7 @@ public final class InterceptingHTTPClient: Sendable {
                 leased.body = .stream(LeasedBody(base: response.body, lease: lease))
                 return Hop(response: leased, address: address, fallback: answer.fallback)
             } catch {
-                let failure = describe(error, host: canonical.host, address: address, method: canonical.method, replayable: replayable)
+                let failure = describe(error, host: origin, address: address, method: canonical.method, replayable: replayable)
                 guard failure.code == .connectFailed else { throw failure }
                 failures.append(failure.message)
                 if index + 1 < addresses.count {

@@ -75,6 +75,41 @@ import Testing
         #expect(again == request)
     }
 
+    struct Components: Sendable, CustomTestStringConvertible {
+        let mode: CanonicalRequest.Configuration.Mode
+        let url: String
+        let scheme: String
+        let userInfo: String?
+        let host: String
+        let port: Int?
+        let path: String
+        let query: String?
+        let fragment: String?
+        var testDescription: String { "\(mode): \(url)" }
+    }
+
+    /// The components are read from the canonical URL: the URL given when it was canonical, else the one written.
+    static let components: [Components] = [
+        Components(mode: .standard, url: "https://u:p@a.example:8443/x/y?q=1", scheme: "https", userInfo: "u:p", host: "a.example", port: 8443, path: "/x/y", query: "q=1", fragment: nil),
+        Components(mode: .standard, url: "HTTP://U:P@A.Example:08443/x/./y?q=%7e#f", scheme: "http", userInfo: "U:P", host: "a.example", port: 8443, path: "/x/y", query: "q=~", fragment: nil),
+        Components(mode: .apple, url: "http://a.example/p?#f", scheme: "http", userInfo: nil, host: "a.example", port: nil, path: "/p", query: "", fragment: "f"),
+        Components(mode: .apple, url: "http:A.example?q#F", scheme: "http", userInfo: nil, host: "a.example", port: nil, path: "/", query: "q", fragment: "F"),
+        Components(mode: .standard, url: "http://[2001:DB8::0:1]:80", scheme: "http", userInfo: nil, host: "[2001:db8::1]", port: 80, path: "/", query: nil, fragment: nil),
+        Components(mode: .standard, url: "https://long-host-name.example.com/a-path-longer-than-fifteen-bytes?a-query-longer-than-fifteen", scheme: "https", userInfo: nil, host: "long-host-name.example.com", port: nil, path: "/a-path-longer-than-fifteen-bytes", query: "a-query-longer-than-fifteen", fragment: nil),
+    ]
+
+    @Test(arguments: components)
+    func readsEachComponentFromTheCanonicalURL(_ expected: Components) throws {
+        let request = try Self.normalize(expected.url, expected.mode)
+        #expect(request.scheme == expected.scheme)
+        #expect(request.userInfo == expected.userInfo)
+        #expect(request.host == expected.host)
+        #expect(request.port == expected.port)
+        #expect(request.path == expected.path)
+        #expect(request.query == expected.query)
+        #expect(request.fragment == expected.fragment)
+    }
+
     @Test func theHostHeaderOmitsADefaultPortAndTheNameToResolveItsTrailingDot() throws {
         #expect(try Self.normalize("http://a.example:80/", .standard).hostHeader == "a.example")
         #expect(try Self.normalize("https://a.example:443/", .standard).hostHeader == "a.example")
@@ -158,7 +193,7 @@ import Testing
         let request = try #require(try CanonicalRequest.normalize(method: "GET", url: "http://a.example/", headers: given, configuration: .init(mode: .apple)))
         #expect(request.headers.filter { $0.name.lowercased() == "accept" } == [Header("accept", "text/html")])
         #expect(Array(request.headers.prefix(2)) == given, "the request's fields first, in their order")
-        let again = try #require(try CanonicalRequest.normalize(method: "GET", url: request.url, headers: request.headers, configuration: .init(mode: .apple)))
+        let again = try #require(try CanonicalRequest.normalize(method: "GET", url: request.url, headers: Array(request.headers), configuration: .init(mode: .apple)))
         #expect(again.headers == request.headers, "idempotent")
     }
 
