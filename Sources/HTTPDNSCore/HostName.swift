@@ -21,14 +21,34 @@ public struct HostName: Sendable, Hashable, CustomStringConvertible {
     /// Validates and normalises `string`.
     /// - Throws: ``HostNameError`` saying what is wrong with the name.
     public init(_ string: String) throws(HostNameError) {
-        var utf8 = Array(string.utf8)
-        if utf8.last == UInt8(ascii: ".") { utf8.removeLast() }
+        // Checked in place over the string's own UTF-8; a copy is made only when the name must change (capitals, a
+        // trailing dot), and most names need none.
+        var text = string
+        let checked = text.withUTF8 { bytes in
+            Result { () throws(HostNameError) -> (length: Int, hasCapitals: Bool) in try Self.check(bytes, name: string) }
+        }
+        let (length, hasCapitals) = try checked.get()
+        if hasCapitals {
+            self.value = String(decoding: string.utf8.prefix(length).lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        } else if length < string.utf8.count {
+            self.value = String(decoding: string.utf8.prefix(length), as: UTF8.self)
+        } else {
+            self.value = string
+        }
+        self.precomputedHash = value.hashValue
+    }
+
+    /// Checks a name's bytes.
+    /// - Returns: its length without a trailing dot, and whether it holds capitals.
+    private static func check(_ bytes: UnsafeBufferPointer<UInt8>, name string: String) throws(HostNameError) -> (length: Int, hasCapitals: Bool) {
+        let utf8 = bytes.last == UInt8(ascii: ".") ? bytes[..<(bytes.count - 1)] : bytes[...]
         guard !utf8.isEmpty else {
             throw HostNameError(name: string, reason: string.isEmpty ? "the name is empty" : "the name is only a dot")
         }
         guard utf8.count <= 253 else {
             throw HostNameError(name: string, reason: "the name is \(utf8.count) bytes long; at most 253 are allowed")
         }
+        var hasCapitals = false
         var labelStart = 0
         var labelNumber = 1
         var lastLabelAllDigits = true
@@ -55,7 +75,7 @@ public struct HostName: Sendable, Hashable, CustomStringConvertible {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
                 break
             case UInt8(ascii: "A")...UInt8(ascii: "Z"):
-                utf8[index] = byte + 0x20
+                hasCapitals = true
             default:
                 let shown = byte >= 0x21 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
                 throw HostNameError(
@@ -67,11 +87,9 @@ public struct HostName: Sendable, Hashable, CustomStringConvertible {
         guard !lastLabelAllDigits else {
             throw HostNameError(name: string, reason: "the last label is all digits: this looks like an IP address, not a name")
         }
-        self.value = String(decoding: utf8, as: UTF8.self)
-        self.precomputedHash = value.hashValue
+        return (utf8.count, hasCapitals)
     }
 
-    /// The name as a fully qualified domain name, with a trailing dot.
     public var fullyQualified: String { value + "." }
 
     public var description: String { value }

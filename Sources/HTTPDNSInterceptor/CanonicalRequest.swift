@@ -155,8 +155,10 @@ public struct CanonicalRequest: Sendable, Hashable {
     /// nil when the host is an address literal.
     public var nameToResolve: String? {
         let host = self.host
+        guard !host.hasPrefix("[") else { return nil }
         let name = host.hasSuffix(".") ? String(host.dropLast()) : host
-        guard !host.hasPrefix("["), IPv4Address(name) == nil else { return nil }
+        // An IPv4 address ends in a digit; a name seldom does, so the address parser is seldom asked.
+        if let last = name.utf8.last, (0x30...0x39).contains(last), IPv4Address(name) != nil { return nil }
         return name
     }
 

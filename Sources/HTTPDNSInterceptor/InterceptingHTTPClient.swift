@@ -98,7 +98,10 @@ public final class InterceptingHTTPClient: Sendable {
     private let origins: OriginClients
     private let passthrough: HTTPClient
     private let logger: Logger
-    private let outcomes: [String: Counter]
+    /// `httpdns_interceptor_requests_total` by outcome: the two of almost every request at hand, the errors by code.
+    private let sent = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")])
+    private let passed = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")])
+    private let errorOutcomes: [InterceptorError.Code: Counter]
     private let failovers = Counter(label: "httpdns_connect_failovers_total")
     private let retries = Counter(label: "httpdns_interceptor_retries_total")
 
@@ -164,11 +167,11 @@ public final class InterceptingHTTPClient: Sendable {
             return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
         }
         passthrough = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base)
-        var outcomes: [String: Counter] = [:]
-        for outcome in ["ok", "passed"] + InterceptorError.Code.allCases.map(\.rawValue) {
-            outcomes[outcome] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", outcome)])
+        var failures: [InterceptorError.Code: Counter] = [:]
+        for code in InterceptorError.Code.allCases {
+            failures[code] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", code.rawValue)])
         }
-        self.outcomes = outcomes
+        self.errorOutcomes = failures
     }
 
     /// How many (host, address) clients are kept now.
@@ -244,10 +247,10 @@ public final class InterceptingHTTPClient: Sendable {
         let logger = logger ?? self.logger
         do {
             let response = try await send(request, body: body, deadline: deadline, logger: logger)
-            outcomes[response.connectedAddress == nil ? "passed" : "ok"]?.increment()
+            (response.connectedAddress == nil ? passed : sent).increment()
             return response
         } catch {
-            outcomes[error.code.rawValue]?.increment()
+            errorOutcomes[error.code]?.increment()
             logger.debug("request failed", metadata: ["error": "\(error)"])
             throw error
         }
@@ -273,7 +276,9 @@ public final class InterceptingHTTPClient: Sendable {
         var method = original.method.rawValue
         var url = original.url
         // The caller's fields, minus Host: the Host header is always the URL's authority.
-        var fields = original.headers.filter { $0.name.lowercased() != "host" }.map { CanonicalRequest.Header($0.name, $0.value) }
+        var fields: [CanonicalRequest.Header] = []
+        fields.reserveCapacity(original.headers.count)
+        for field in original.headers where !equalIgnoringASCIICase(field.name, "host") { fields.append(.init(field.name, field.value)) }
         var body = body
         while true {
             let normalized: CanonicalRequest?

@@ -37,6 +37,9 @@ struct InterceptorBench: AsyncParsableCommand {
     @Flag(help: "Print one JSON object.")
     var json = false
 
+    @Flag(help: "A control run: a second AsyncHTTPClient, set up as the first, in the interceptor's place. Its ratios are what the benchmark reports when there is no difference.")
+    var control = false
+
     func validate() throws {
         guard requests > 0, concurrency > 0, rounds > 0, hosts > 0 else { throw ValidationError("counts must be positive") }
     }
@@ -97,7 +100,7 @@ struct InterceptorBench: AsyncParsableCommand {
     }
 
     var commandLine: String {
-        "httpdns bench interceptor --requests \(requests) --concurrency \(concurrency) --rounds \(rounds) --hosts \(hosts)"
+        "httpdns bench interceptor --requests \(requests) --concurrency \(concurrency) --rounds \(rounds) --hosts \(hosts)" + (control ? " --control" : "")
     }
 
     func run() async throws {
@@ -175,7 +178,12 @@ struct InterceptorBench: AsyncParsableCommand {
         let url = "https://a.test:\(nginx.port)/"
         let baseline = plain[0]
         let viaBaseline: Get = { try await Self.get(url, through: baseline) }
-        let viaSubject: Get = { try await Self.get(url, through: subject) }
+        var viaSubject: Get = { try await Self.get(url, through: subject) }
+        if control {
+            let twin = plainClient(["a.test": nginx.address])
+            plain.append(twin)
+            viaSubject = { try await Self.get(url, through: twin) }
+        }
         let first = try await baseline.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
         _ = try await first.body.collect(upTo: 1 << 16)
         // Warm-up: connections open, TLS sessions and code paths hot, and each way's tasks started once.
@@ -351,7 +359,7 @@ struct InterceptorBench: AsyncParsableCommand {
     }
 
     private func show(_ report: Report) {
-        let ways = [("AsyncHTTPClient", report.baseline), ("InterceptingHTTPClient", report.subject)]
+        let ways = [("AsyncHTTPClient", report.baseline), (control ? "AsyncHTTPClient (control)" : "InterceptingHTTPClient", report.subject)]
         let median = (baseline: report.baseline.latenciesUs.median, subject: report.subject.latenciesUs.median)
         let rate = (baseline: report.baseline.rates.median, subject: report.subject.rates.median)
         let cpu = (baseline: report.baseline.cpuUs.median, subject: report.subject.cpuUs.median)
