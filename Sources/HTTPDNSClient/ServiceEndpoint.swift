@@ -72,7 +72,7 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The address as a URL host: IPv6 in brackets.
-    var urlHost: String {
+    public var urlHost: String {
         switch address {
         case .v4(let v4): v4.description
         case .v6(let v6): "[\(v6)]"

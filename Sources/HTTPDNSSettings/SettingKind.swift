@@ -17,6 +17,11 @@ public enum SettingKind: Sendable, Hashable {
     case serviceURLs
     /// SPKI SHA-256 pins, `sha256//BASE64` each (``SPKIPin``), listed as ``dnsServers`` are.
     case pins
+    /// Host names (``HostName``), listed as ``dnsServers`` are.
+    case hostNames
+    /// Host patterns (``HostPatterns``): a name, or `.example.com` for the name and every name under it; listed as
+    /// ``dnsServers`` are.
+    case hostPatterns
     /// `true` or `false` (`1` and `0` in text).
     case flag
     /// A whole number greater than 0.
@@ -35,7 +40,7 @@ public enum SettingKind: Sendable, Hashable {
     /// Whether the value is a list: a JSON array in the file, comma-separated in a variable, a repeated flag.
     var isList: Bool {
         switch self {
-        case .dnsServers, .serviceURLs, .pins, .choices: true
+        case .dnsServers, .serviceURLs, .pins, .hostNames, .hostPatterns, .choices: true
         default: false
         }
     }
@@ -44,14 +49,15 @@ public enum SettingKind: Sendable, Hashable {
     func read(json value: JSONValue, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
         switch (self, value) {
         case (.dnsServers, .array(let elements)), (.serviceURLs, .array(let elements)), (.pins, .array(let elements)),
-            (.choices, .array(let elements)):
+            (.hostNames, .array(let elements)), (.hostPatterns, .array(let elements)), (.choices, .array(let elements)):
             var texts: [String] = []
             for element in elements {
                 guard case .string(let text) = element else { throw SettingError(origin, "must be a list of strings, not \(element.kind) in it") }
                 texts.append(text)
             }
             return try checkedList(texts, from: origin)
-        case (.dnsServers, .string(let text)), (.serviceURLs, .string(let text)), (.pins, .string(let text)), (.choices, .string(let text)):
+        case (.dnsServers, .string(let text)), (.serviceURLs, .string(let text)), (.pins, .string(let text)), (.hostNames, .string(let text)),
+            (.hostPatterns, .string(let text)), (.choices, .string(let text)):
             return try checkedList([text], from: origin)
         case (.flag, .bool(let flag)):
             return .bool(flag)
@@ -80,7 +86,7 @@ public enum SettingKind: Sendable, Hashable {
                 throw SettingError(origin, "must be HOST:PORT (for IPv6, [ADDRESS]:PORT), not \(shown)")
             }
             return .string(text)
-        case .dnsServers, .serviceURLs, .pins, .choices:
+        case .dnsServers, .serviceURLs, .pins, .hostNames, .hostPatterns, .choices:
             // Comma-separated; empty entries are skipped, so an empty value names none (for DNS servers, the
             // system's).
             return try checkedList(text.split(separator: ",").map(String.init), from: origin)
@@ -130,6 +136,8 @@ public enum SettingKind: Sendable, Hashable {
         case .dnsServers: "a list of DNS servers, IP[:PORT] each"
         case .serviceURLs: "a list of service URLs, https://IP[:PORT][/PATH] each"
         case .pins: "a list of SPKI SHA-256 pins, sha256//BASE64 each"
+        case .hostNames: "a list of host names"
+        case .hostPatterns: "a list of host patterns (a name, or .example.com for it and every name under it)"
         case .flag: "true or false"
         case .positiveInteger: "a positive whole number"
         case .nonNegativeNumber: "a number ≥ 0"
@@ -162,12 +170,23 @@ public enum SettingKind: Sendable, Hashable {
                     items.append(trimmed)
                 case .serviceURLs: items.append(try ServiceEndpoint(parsing: trimmed).description)
                 case .pins: items.append(try SPKIPin(parsing: trimmed).description)
+                case .hostNames: items.append(try HostName(trimmed).value)
+                case .hostPatterns:
+                    _ = try HostPatterns([trimmed])
+                    items.append(trimmed)
                 default: items.append(try DNSServerAddress(parsing: trimmed).description)
                 }
             } catch let error as SettingError {
                 throw error
             } catch {
-                let noun = self == .serviceURLs ? "a service URL" : self == .pins ? "a pin" : "a server"
+                let noun =
+                    switch self {
+                    case .serviceURLs: "a service URL"
+                    case .pins: "a pin"
+                    case .hostNames: "a host name"
+                    case .hostPatterns: "a host pattern"
+                    default: "a server"
+                    }
                 throw SettingError(origin, "holds \(noun) that cannot be used: \(error)")
             }
         }

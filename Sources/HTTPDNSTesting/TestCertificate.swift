@@ -1,11 +1,12 @@
 import Foundation
 
-/// A self-signed certificate made now with openssl (P-256, one day), in a directory removed afterwards: for tests
-/// of TLS that must not rely on anything made beforehand.
+/// A self-signed certificate made now with openssl (P-256, one day unless asked otherwise), in a directory removed
+/// afterwards: for tests of TLS that must not rely on anything made beforehand.
 public enum TestCertificate {
     /// Runs `body` with the paths of a certificate for `subjectAltName` (`IP:127.0.0.1,DNS:serve.test`) and its key.
     public static func with<T>(
         subjectAltName: String,
+        days: Int = 1,
         _ body: (_ certificate: String, _ key: String) async throws -> T
     ) async throws -> T {
         guard let openssl = ChildProcess.find("openssl") else {
@@ -18,7 +19,7 @@ public enum TestCertificate {
             executable: openssl,
             arguments: [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", "\(directory)/key.pem", "-out", "\(directory)/cert.pem", "-days", "1",
+                "-keyout", "\(directory)/key.pem", "-out", "\(directory)/cert.pem", "-days", "\(days)",
                 "-subj", "/CN=httpdns test", "-addext", "subjectAltName=\(subjectAltName)",
             ]
         )

@@ -11,7 +11,7 @@ struct HTTPDNSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "httpdns",
         abstract: "Resolve names without trusting the local network's DNS.",
-        subcommands: [ResolveCommand.self, ServeCommand.self, FetchCommand.self, BenchCommand.self]
+        subcommands: [ResolveCommand.self, ServeCommand.self, HealthCommand.self, FetchCommand.self, BenchCommand.self]
     )
 
     /// Runs the command, mapping argument errors to exit code 2 as the command-line contract says

@@ -1,0 +1,89 @@
+import HTTPDNSCAres
+import HTTPDNSClient
+import HTTPDNSCore
+
+/// The settings of `httpdns health`: its table of keys, read as every command's are (flags, then `HTTPDNS_…`
+/// variables, then the file).
+public struct HealthSettings: Sendable {
+    public static let servers = Setting("servers", .serviceURLs, flag: "--server")
+    public static let serverName = Setting("serverName", .text, flag: "--server-name")
+    public static let cacert = Setting("cacert", .text, flag: "--cacert")
+    public static let pins = Setting("pins", .pins, flag: "--pin")
+    public static let dns = Setting("dns", .dnsServers, flag: "--dns")
+    public static let tcp = Setting("tcp", .flag, flag: "--tcp")
+    public static let hosts = Setting("hosts", .hostNames, flag: "--host")
+    public static let allowPrivate = Setting("allowPrivate", .hostPatterns, flag: "--allow-private")
+    public static let timeoutMs = Setting("timeoutMs", .positiveInteger, flag: "--timeout-ms")
+    public static let expiryWarningDays = Setting("expiryWarningDays", .positiveInteger, flag: "--warn-days")
+    public static let watchSeconds = Setting("watchSeconds", .positiveInteger, flag: "--watch")
+    public static let json = Setting("json", .flag, flag: "--json")
+
+    /// Every key of `httpdns health`, in the order docs/CLI.md lists them.
+    public static let table: [Setting] = [
+        servers, serverName, cacert, pins, dns, tcp, hosts, allowPrivate, timeoutMs, expiryWarningDays, watchSeconds, json,
+    ]
+
+    /// The probe names asked when none are given: a name every resolver knows.
+    public static let defaultHosts = ["example.com"]
+
+    /// The HTTPDNS services, each checked on its own; nil when none are set.
+    public var service: ServiceConnection?
+    /// The DNS servers, each checked on its own. Empty: the system's, from `/etc/resolv.conf`.
+    public var dnsServers: [DNSServerAddress] = []
+    /// How c-ares asks each DNS server.
+    public var cares = CAresSource.Configuration()
+    /// The names asked of every source.
+    public var hosts: [HostName] = []
+    /// Names whose private answers are not a hijack (internal services).
+    public var allowPrivate = HostPatterns()
+    /// How long each probe may take. Default 2000 ms.
+    public var timeoutMs = 2000
+    /// A certificate that expires within this many days makes the service degraded. Default 14.
+    public var expiryWarningDays = 14
+    /// Repeat the checks every this many seconds; nil: once.
+    public var watchSeconds: Int?
+    public var json = false
+
+    /// Reads every key and checks that the libraries accept what they make.
+    /// - Throws: ``SettingError`` naming the key.
+    public init(reading reader: SettingsReader) async throws(SettingError) {
+        let servers = try await reader.strings(Self.servers) ?? []
+        let serverName = try await reader.string(Self.serverName)
+        let cacert = try await reader.string(Self.cacert)
+        let pins = try await reader.strings(Self.pins) ?? []
+        if let value = try await reader.int(Self.timeoutMs) { timeoutMs = value }
+        if !servers.isEmpty {
+            // Each was checked as it was read, so parsing again cannot fail.
+            var connection = ServiceConnection(servers: servers.compactMap { try? ServiceEndpoint(parsing: $0) })
+            connection.serverName = serverName
+            connection.extraTrustRootsPEMFile = cacert
+            connection.pins = pins.compactMap { try? SPKIPin(parsing: $0) }
+            connection.budgetMs = timeoutMs
+            connection.attemptTimeoutMs = timeoutMs
+            service = connection
+        } else if serverName != nil || cacert != nil || !pins.isEmpty {
+            throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL")
+        }
+        dnsServers = (try await reader.strings(Self.dns) ?? []).compactMap { try? DNSServerAddress(parsing: $0) }
+        if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }
+        // c-ares's own timeout per try: two tries fit in the probe's time.
+        cares.timeoutMs = max(1, timeoutMs / 2)
+        cares.tries = 2
+        hosts = (try await reader.strings(Self.hosts) ?? Self.defaultHosts).compactMap { try? HostName($0) }
+        do {
+            allowPrivate = try HostPatterns(try await reader.strings(Self.allowPrivate) ?? [])
+        } catch let error as SettingError {
+            throw error
+        } catch {
+            throw SettingError("--allow-private: \(error)")
+        }
+        if let value = try await reader.int(Self.expiryWarningDays) { expiryWarningDays = value }
+        watchSeconds = try await reader.int(Self.watchSeconds)
+        json = try await reader.bool(Self.json) ?? false
+        do {
+            try cares.validate()
+        } catch {
+            throw SettingError("--timeout-ms \(error.reason)")
+        }
+    }
+}

@@ -1,0 +1,279 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPDNSCAres
+import HTTPDNSClient
+import HTTPDNSCore
+import HTTPDNSSettings
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// The sources `httpdns health` asks, each on its own, and one round of asking them all at once.
+final class HealthCheck: Sendable {
+    private struct ServiceProbe: Sendable {
+        let endpoint: ServiceEndpoint
+        /// The service's RFC 8484 endpoint, which tells NXDOMAIN from no data (the native API does not), so that a
+        /// rewritten NXDOMAIN (H1) can be told.
+        let source: DoHSource
+    }
+
+    private struct DNSProbe: Sendable {
+        let server: DNSServerAddress
+        let source: CAresSource
+    }
+
+    private let settings: HealthSettings
+    private let services: [ServiceProbe]
+    private let dnsServers: [DNSProbe]
+    private let hijackGuard: HijackGuard
+    private let tls: TLSConfiguration
+
+    /// - Throws: the library's error for a configuration it refuses (a `--cacert` that is not PEM); whatever was
+    ///   started is shut down first.
+    init(settings: HealthSettings, dnsServers: [DNSServerAddress]) async throws {
+        self.settings = settings
+        var guardConfiguration = HijackGuard.Configuration()
+        guardConfiguration.privateAnswerAllowList = settings.allowPrivate
+        hijackGuard = HijackGuard(configuration: guardConfiguration)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        var services: [ServiceProbe] = []
+        var probes: [DNSProbe] = []
+        do {
+            if let connection = settings.service {
+                if let path = connection.extraTrustRootsPEMFile {
+                    tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(path))]
+                }
+                for endpoint in connection.servers {
+                    // One endpoint each, so each is judged on its own answers rather than failed over.
+                    var single = connection
+                    single.servers = [endpoint]
+                    var configuration = DoHSource.Configuration(connection: single)
+                    configuration.name = endpoint.description
+                    services.append(ServiceProbe(endpoint: endpoint, source: try DoHSource(configuration: configuration)))
+                }
+            }
+            for server in dnsServers {
+                var configuration = settings.cares
+                configuration.servers = [server]
+                configuration.name = server.description
+                probes.append(DNSProbe(server: server, source: try CAresSource(configuration: configuration)))
+            }
+        } catch {
+            for service in services { await service.source.shutdown() }
+            for probe in probes { await probe.source.shutdown() }
+            throw error
+        }
+        self.tls = tls
+        self.services = services
+        self.dnsServers = probes
+    }
+
+    func shutdown() async {
+        for service in services { await service.source.shutdown() }
+        for probe in dnsServers { await probe.source.shutdown() }
+    }
+
+    /// One result of a source for a name, and how long it took.
+    private struct Asked: Sendable {
+        let result: HealthReport.Result
+        let milliseconds: Double
+        let error: ResolutionError?
+    }
+
+    /// Asks every source for every probe name, and reads every service's certificate, all at once: the round takes
+    /// about as long as its slowest probe.
+    func run() async -> HealthReport {
+        let start = ContinuousClock.now
+        let hosts = settings.hosts
+        var certificates: [Int: CertificateProbe.Outcome] = [:]
+        var asked: [String: Asked] = [:]
+        await withTaskGroup(of: (String, Asked?, (Int, CertificateProbe.Outcome)?).self) { group in
+            for (index, service) in services.enumerated() {
+                if service.endpoint.scheme == .https {
+                    group.addTask { [settings, tls] in
+                        ("", nil, (index, await CertificateProbe.read(service.endpoint, settings: settings, tls: tls)))
+                    }
+                }
+                for (hostIndex, host) in hosts.enumerated() {
+                    group.addTask { ("s\(index)/\(hostIndex)", await Self.ask(service.source, host), nil) }
+                }
+            }
+            for (index, probe) in dnsServers.enumerated() {
+                for (hostIndex, host) in hosts.enumerated() {
+                    group.addTask { ("d\(index)/\(hostIndex)", await Self.ask(probe.source, host), nil) }
+                }
+            }
+            for await (key, answer, certificate) in group {
+                if let answer { asked[key] = answer }
+                if let (index, outcome) = certificate { certificates[index] = outcome }
+            }
+        }
+
+        let serviceRows = services.enumerated().map { index, probe in
+            let answers = hosts.indices.compactMap { asked["s\(index)/\($0)"] }
+            return serviceRow(probe.endpoint, answers: answers, certificate: certificates[index])
+        }
+        let dnsRows = dnsServers.enumerated().map { index, probe in
+            let answers = hosts.indices.compactMap { asked["d\(index)/\($0)"] }
+            let first = answers.first { $0.result.answered }
+            return HealthReport.DNSServer(
+                address: probe.server.description,
+                reachable: first != nil,
+                latencyMs: first?.milliseconds,
+                error: first == nil ? answers.compactMap(\.error).first.map(\.message) ?? "no answer" : nil
+            )
+        }
+        let probes = hosts.enumerated().map { hostIndex, host in
+            probe(host, services: services.indices.map { asked["s\($0)/\(hostIndex)"] }, dns: dnsServers.indices.map { asked["d\($0)/\(hostIndex)"] })
+        }
+        let elapsed = ContinuousClock.now - start
+        return HealthReport(
+            services: serviceRows,
+            dnsServers: dnsRows,
+            probes: probes,
+            durationMs: Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15,
+            expiryWarningDays: settings.expiryWarningDays
+        )
+    }
+
+    private func serviceRow(_ endpoint: ServiceEndpoint, answers: [Asked], certificate: CertificateProbe.Outcome?) -> HealthReport.Service {
+        let first = answers.first { $0.result.answered }
+        var row = HealthReport.Service(
+            url: endpoint.description,
+            reachable: first != nil,
+            latencyMs: first?.milliseconds,
+            certificate: nil,
+            error: nil,
+            isPlainHTTP: endpoint.scheme == .http
+        )
+        // A certificate the lookups refused (its pins, say) is not accepted, whatever the certificate probe saw.
+        let rejection = answers.compactMap(\.error).first { $0.code == .certificateRejected }
+        switch certificate {
+        case .accepted(let daysLeft)?:
+            row.certificate = .init(valid: rejection == nil, daysLeft: daysLeft, problem: rejection?.message)
+        case .rejected(let reason)?:
+            row.certificate = .init(valid: false, daysLeft: nil, problem: reason)
+            row.reachable = true  // It answered the handshake: reachable, but not to be trusted.
+        case .unreachable?, nil:
+            if let rejection {
+                row.certificate = .init(valid: false, daysLeft: nil, problem: rejection.message)
+                row.reachable = true
+            }
+        }
+        if !row.reachable { row.error = answers.compactMap(\.error).first?.message ?? "no answer" }
+        return row
+    }
+
+    /// A probe name's answers side by side, whether they agree, and the guard's verdict on each DNS server's answer
+    /// against the first service that answered.
+    private func probe(_ host: HostName, services: [Asked?], dns: [Asked?]) -> HealthReport.Probe {
+        var answers: [HealthReport.Answer] = []
+        for (index, asked) in services.enumerated() {
+            answers.append(.init(source: self.services[index].endpoint.description, trusted: true, result: asked?.result ?? .failed(code: "internal_error", message: "not asked")))
+        }
+        for (index, asked) in dns.enumerated() {
+            answers.append(.init(source: dnsServers[index].server.description, trusted: false, result: asked?.result ?? .failed(code: "internal_error", message: "not asked")))
+        }
+        let trusted: HijackGuard.TrustedView? = answers.lazy.filter(\.trusted).compactMap { answer -> HijackGuard.TrustedView? in
+            switch answer.result {
+            case .addresses(let addresses): .addresses(addresses)
+            case .nameNotFound: .nameNotFound
+            case .noData: .addresses([])
+            case .failed: nil
+            }
+        }.first
+        var verdict = HijackVerdict.ok
+        var verdictSource: String?
+        for answer in answers where !answer.trusted {
+            let addresses: [IPAddress]
+            switch answer.result {
+            case .addresses(let found): addresses = found
+            case .nameNotFound, .noData: addresses = []
+            case .failed: continue
+            }
+            let judged = hijackGuard.judge(addresses, host: host, trusted: trusted)
+            if judged.level > verdict.level {
+                verdict = judged
+                verdictSource = answer.source
+            }
+        }
+        let answered = answers.map(\.result).filter(\.answered)
+        let agree = answered.dropFirst().allSatisfy { $0.agrees(with: answered[0]) }
+        return HealthReport.Probe(host: host.value, answers: answers, agree: agree, verdict: verdict, verdictSource: verdictSource)
+    }
+
+    private static func ask(_ source: any ResolutionSource, _ host: HostName) async -> Asked {
+        let start = ContinuousClock.now
+        func elapsed() -> Double {
+            let duration = ContinuousClock.now - start
+            return Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        }
+        do {
+            let answer = try await source.query(host, families: .all)
+            return Asked(result: result(answer), milliseconds: elapsed(), error: nil)
+        } catch let error as ResolutionError {
+            return Asked(result: .failed(code: error.code.description, message: error.message), milliseconds: elapsed(), error: error)
+        } catch {
+            let error = ResolutionError(.internalError, "\(error)")
+            return Asked(result: .failed(code: error.code.description, message: error.message), milliseconds: elapsed(), error: error)
+        }
+    }
+
+    /// Addresses when there are any; else NXDOMAIN when either family said so; else no data.
+    private static func result(_ answer: SourceAnswer) -> HealthReport.Result {
+        var addresses: [IPAddress] = []
+        var nameNotFound = false
+        if case .addresses(let found, _)? = answer.ipv4 { addresses += found.map(IPAddress.v4) }
+        if case .addresses(let found, _)? = answer.ipv6 { addresses += found.map(IPAddress.v6) }
+        if case .negative(.nameNotFound, _)? = answer.ipv4 { nameNotFound = true }
+        if case .negative(.nameNotFound, _)? = answer.ipv6 { nameNotFound = true }
+        if !addresses.isEmpty { return .addresses(addresses) }
+        return nameNotFound ? .nameNotFound : .noData
+    }
+}
+
+/// Reads a service's certificate over a TLS connection verified as the clients verify it: its chain against the
+/// system's roots and `--cacert`, and the server name (or the address when there is none). Verification is never
+/// turned off: a certificate that does not verify is reported as rejected, with the reason, and its dates are
+/// not read.
+enum CertificateProbe {
+    enum Outcome: Sendable {
+        case accepted(daysLeft: Int?)
+        case rejected(String)
+        case unreachable
+    }
+
+    static func read(_ endpoint: ServiceEndpoint, settings: HealthSettings, tls: TLSConfiguration) async -> Outcome {
+        let notAfter = Mutex<time_t?>(nil)
+        var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .milliseconds(Int64(settings.timeoutMs)), read: .milliseconds(Int64(settings.timeoutMs)))
+        )
+        configuration.connectionPool.retryConnectionEstablishment = false
+        let serverName = settings.service?.serverName
+        if let serverName { configuration.dnsOverride = [serverName: endpoint.address.description] }
+        let capture: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+            let certificate = try? channel.pipeline.syncOperations.handler(type: NIOSSLHandler.self).peerCertificate
+            notAfter.withLock { $0 = certificate?.notValidAfter }
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
+        configuration.http1_1ConnectionDebugInitializer = capture
+        configuration.http2ConnectionDebugInitializer = capture
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let host = serverName ?? endpoint.urlHost
+        let url = "https://\(host):\(endpoint.port)\(endpoint.path)/healthz"
+        let outcome: Outcome
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .milliseconds(Int64(settings.timeoutMs)))
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            let days = notAfter.withLock { $0 }.map { Int(((Double($0) - Date().timeIntervalSince1970) / 86_400).rounded(.down)) }
+            outcome = .accepted(daysLeft: days)
+        } catch {
+            outcome = CertificateRejection.reason(error).map(Outcome.rejected) ?? .unreachable
+        }
+        try? await client.shutdown()
+        return outcome
+    }
+}
