@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .library(name: "HTTPDNSInterceptor", targets: ["HTTPDNSInterceptor"]),
         .library(name: "HTTPDNSURLSession", targets: ["HTTPDNSURLSession"]),
+        .library(name: "HTTPDNSMetrics", targets: ["HTTPDNSMetrics"]),
         .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
@@ -142,6 +143,21 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // Metrics for backends that link the libraries: the Prometheus exposition with help texts, and a small
+        // `/metrics` server for those without an HTTP server of their own.
+        .target(
+            name: "HTTPDNSMetrics",
+            dependencies: [
+                "HTTPDNSCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The command line's settings: one table of keys per command, read from a JSON file, the environment and
         // flags through swift-configuration, checked by the libraries they configure.
         .target(
@@ -182,6 +198,25 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // A backend that links the libraries and exports their metrics both ways (docs/METRICS.md); built with
+        // everything else, run by the integration tests.
+        .executableTarget(
+            name: "httpdns-example-backend",
+            dependencies: [
+                "HTTPDNSCAres",
+                "HTTPDNSClient",
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                "HTTPDNSMetrics",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Examples/Backend"
         ),
         .testTarget(
             name: "HTTPDNSCoreTests",

@@ -49,8 +49,9 @@ public final class ServiceProcess: Sendable {
         process.stop(signal: SIGTERM)
     }
 
-    /// The `httpdns` executable built next to the running test runner (`.build/<triple>/debug/`).
-    public static func executablePath() throws -> String {
+    /// The `httpdns` executable (or another of the package's, by `name`) built next to the running test runner
+    /// (`.build/<triple>/debug/`).
+    public static func executablePath(named name: String = "httpdns") throws -> String {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!, $0.count - 1) }
         guard count > 0 else {
@@ -58,10 +59,10 @@ public final class ServiceProcess: Sendable {
         }
         let runner = String(decoding: buffer[0..<count], as: UTF8.self)
         let directory = runner[..<(runner.lastIndex(of: "/") ?? runner.startIndex)]
-        let candidate = "\(directory)/httpdns"
+        let candidate = "\(directory)/\(name)"
         guard access(candidate, X_OK) == 0 else {
             throw ChildProcess.SpawnError(
-                description: "the httpdns executable is not at \(candidate), next to the test runner \(runner): "
+                description: "the \(name) executable is not at \(candidate), next to the test runner \(runner): "
                     + "build it first with `swift build --build-tests`"
             )
         }
