@@ -218,6 +218,19 @@ let package = Package(
             ],
             path: "Examples/Backend"
         ),
+        // The README's tour, linking the library: its code is the README's, word for word (a test checks).
+        .executableTarget(
+            name: "httpdns-tour",
+            dependencies: [
+                "HTTPDNSClient",
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Examples/Tour"
+        ),
         .testTarget(
             name: "HTTPDNSCoreTests",
             dependencies: [
