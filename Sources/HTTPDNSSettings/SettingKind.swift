@@ -19,7 +19,7 @@ public enum SettingKind: Sendable, Hashable {
     case pins
     /// Host names (``HostName``), listed as ``dnsServers`` are.
     case hostNames
-    /// Host patterns (``HostPatterns``): a name, or `.example.com` for the name and every name under it; listed as
+    /// Host patterns (``HostPatterns``): a name, or `.example.com` for every name under it (not the name itself); listed as
     /// ``dnsServers`` are.
     case hostPatterns
     /// `true` or `false` (`1` and `0` in text).
@@ -137,7 +137,7 @@ public enum SettingKind: Sendable, Hashable {
         case .serviceURLs: "a list of service URLs, https://IP[:PORT][/PATH] each"
         case .pins: "a list of SPKI SHA-256 pins, sha256//BASE64 each"
         case .hostNames: "a list of host names"
-        case .hostPatterns: "a list of host patterns (a name, or .example.com for it and every name under it)"
+        case .hostPatterns: "a list of host patterns (a name, or .example.com for every name under it)"
         case .flag: "true or false"
         case .positiveInteger: "a positive whole number"
         case .nonNegativeNumber: "a number ≥ 0"

@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func theCommandLineDocumentationListsEveryKeyAndNoOther() throws {
-        try ServeSettingsTests.expectDocumented(ResolveSettings.table, in: "docs/CLI.md")
+        try ServeSettingsTests.expectDocumented(ResolveSettings.table, in: "docs/CLI.md", section: "## `httpdns resolve`")
     }
 
     @Test func theDefaultsAreCAresForBothFamilies() async throws {

@@ -35,9 +35,17 @@ import Testing
         try Self.expectDocumented(ServeSettings.table, in: "docs/SERVICE.md")
     }
 
-    /// The settings tables of `document` (rows of file key, variable, flag) list exactly the keys of `table`.
-    static func expectDocumented(_ table: [Setting], in document: String) throws {
-        let text = try String(contentsOf: Self.repository.appendingPathComponent(document), encoding: .utf8)
+    /// The settings tables of `document` (rows of file key, variable, flag) list exactly the keys of `table`; only
+    /// those under the heading `section` (up to the next heading of its level) when one is named.
+    static func expectDocumented(_ table: [Setting], in document: String, section: String? = nil) throws {
+        var text = try String(contentsOf: Self.repository.appendingPathComponent(document), encoding: .utf8)
+        if let section {
+            let start = try #require(text.range(of: "\n\(section)\n"), "no heading '\(section)' in \(document)")
+            let level = section.prefix { $0 == "#" }
+            let rest = text[start.upperBound...]
+            let end = rest.range(of: "\n\(level) ")?.lowerBound ?? rest.endIndex
+            text = String(rest[..<end])
+        }
         var documented: [String: (environment: String, flag: String?)] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("| `") {
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }

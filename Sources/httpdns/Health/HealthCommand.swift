@@ -46,7 +46,7 @@ struct HealthCommand: AsyncParsableCommand {
     @Option(name: .customLong("host"), help: "A probe name asked of every source; repeatable (default example.com).")
     var hosts: [String] = []
 
-    @Option(name: .customLong("allow-private"), help: "Names whose private answers are expected (a name, or .example.com for all under it); repeatable.")
+    @Option(name: .customLong("allow-private"), help: "Names whose private answers are expected (a name, or .example.com for every name under it); repeatable.")
     var allowPrivate: [String] = []
 
     @Option(name: .customLong("timeout-ms"), help: "How long each probe may take, in milliseconds (default 2000).")

@@ -1,0 +1,58 @@
+import HTTPDNSCore
+import HTTPDNSSettings
+import Testing
+
+@Suite struct HealthSettingsTests {
+    func settings(environment: [String: String] = [:], flags: [String: [String]] = [:]) async throws -> HealthSettings {
+        try await HealthSettings(reading: SettingsReader(settings: HealthSettings.table, file: nil, environment: environment, flags: flags))
+    }
+
+    func error(environment: [String: String] = [:], flags: [String: [String]] = [:]) async -> String? {
+        do {
+            _ = try await settings(environment: environment, flags: flags)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func theCommandLineDocumentationListsEveryKeyAndNoOther() throws {
+        try ServeSettingsTests.expectDocumented(HealthSettings.table, in: "docs/CLI.md", section: "## `httpdns health`")
+    }
+
+    @Test func theDefaults() async throws {
+        let settings = try await settings()
+        #expect(settings.service == nil)
+        #expect(settings.dnsServers.isEmpty, "the system's, read by the command")
+        #expect(settings.hosts == [try HostName("example.com")])
+        #expect(settings.timeoutMs == 2000)
+        #expect(settings.cares.timeoutMs == 1000 && settings.cares.tries == 2, "two tries fit in a probe's time")
+        #expect(settings.expiryWarningDays == 14)
+        #expect(settings.watchSeconds == nil)
+        #expect(!settings.json)
+    }
+
+    @Test func listsComeFromTheEnvironmentCommaSeparated() async throws {
+        let settings = try await settings(environment: [
+            "HTTPDNS_HOSTS": "A.example, b.example.", "HTTPDNS_DNS": "127.0.0.1:5353,[::1]:53",
+            "HTTPDNS_ALLOW_PRIVATE": ".corp.example", "HTTPDNS_SERVERS": "https://127.0.0.1:8443",
+        ])
+        #expect(settings.hosts == [try HostName("a.example"), try HostName("b.example")])
+        #expect(settings.dnsServers.map(\.description) == ["127.0.0.1:5353", "[::1]:53"])
+        #expect(settings.allowPrivate.matches(try HostName("db.corp.example")))
+        #expect(settings.service?.servers.map(\.description) == ["https://127.0.0.1:8443"])
+        #expect(settings.service?.budgetMs == 2000)
+    }
+
+    @Test(arguments: [
+        (["hosts": ["a_b.example"]], "host name"),
+        (["allowPrivate": ["*.example"]], "host pattern"),
+        (["cacert": ["/ca.pem"]], "describe a service"),
+        (["expiryWarningDays": ["0"]], "positive"),
+        (["dns": ["resolver.example"]], "server"),
+    ])
+    func badSettingsSayWhatIsWrong(_ flags: [String: [String]], _ expected: String) async {
+        let error = await error(flags: flags)
+        #expect(error?.contains(expected) == true, "\(error ?? "no error")")
+    }
+}
