@@ -20,6 +20,13 @@ import Testing
         try ServeSettingsTests.expectDocumented(HealthSettings.table, in: "docs/CLI.md", section: "## `httpdns health`")
     }
 
+    /// docs/CONFIGURATION.md lists every command's keys, each under its command.
+    @Test func theConfigurationReferenceListsEveryCommandsKeys() throws {
+        try ServeSettingsTests.expectDocumented(ServeSettings.table, in: "docs/CONFIGURATION.md", section: "## `httpdns serve`")
+        try ServeSettingsTests.expectDocumented(ResolveSettings.table, in: "docs/CONFIGURATION.md", section: "## `httpdns resolve`")
+        try ServeSettingsTests.expectDocumented(HealthSettings.table, in: "docs/CONFIGURATION.md", section: "## `httpdns health`")
+    }
+
     @Test func theDefaults() async throws {
         let settings = try await settings()
         #expect(settings.service == nil)
