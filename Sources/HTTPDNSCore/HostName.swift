@@ -90,6 +90,7 @@ public struct HostName: Sendable, Hashable, CustomStringConvertible {
         return (utf8.count, hasCapitals)
     }
 
+    /// The name as a fully qualified domain name, with a trailing dot.
     public var fullyQualified: String { value + "." }
 
     public var description: String { value }

@@ -168,6 +168,7 @@ public struct CanonicalRequest: Sendable, Hashable {
     ///   - url: the request's URL.
     ///   - headers: the request's fields, names in any case.
     ///   - hasBody: whether the request carries a body.
+    ///   - configuration: the mode, and the defaults added.
     /// - Returns: nil when the scheme is not http or https: such a request is the caller's to send untouched.
     /// - Throws: ``CanonicalRequestError`` for a URL that cannot be sent: not absolute, a control character or space,
     ///   a bad port, host or percent-escape, or (in `standard` mode) an empty host.
@@ -566,17 +567,24 @@ public struct CanonicalRequest: Sendable, Hashable {
     /// RFC 3986 §5.2.4.
     /// - Returns: nil when the path has no dot segment, else the path without them.
     static func removeDotSegments(_ path: some Collection<UInt8>) -> [UInt8]? {
-        // No segment is "." or ".." unless a "." follows a "/" or starts the path.
-        var previous = UInt8(ascii: "/")
-        var dotAfterSlash = false
+        // A segment that is "." or "..": between slashes (or the path's ends), one or two dots and nothing else.
+        // `/.well-known` has none.
+        var segmentLength = 0
+        var onlyDots = true
+        var hasDotSegment = false
         for byte in path {
-            if byte == UInt8(ascii: "."), previous == UInt8(ascii: "/") {
-                dotAfterSlash = true
-                break
+            if byte == UInt8(ascii: "/") {
+                if onlyDots, segmentLength > 0 {
+                    hasDotSegment = true
+                    break
+                }
+                (segmentLength, onlyDots) = (0, true)
+            } else {
+                segmentLength += 1
+                onlyDots = onlyDots && byte == UInt8(ascii: ".") && segmentLength <= 2
             }
-            previous = byte
         }
-        if !dotAfterSlash { return nil }
+        if !hasDotSegment, !(onlyDots && segmentLength > 0) { return nil }
         // Segment by segment over the bytes: each segment of the input is "/" and what follows up to the next "/".
         let input = Array(path)
         var output: [UInt8] = []

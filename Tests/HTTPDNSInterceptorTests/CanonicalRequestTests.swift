@@ -63,6 +63,20 @@ import Testing
         Vector(mode: .standard, url: "http://a.example/?", canonical: "http://a.example/?"),
         Vector(mode: .standard, url: "http://u:p%40@a_b.example/", canonical: "http://u:p%40@a_b.example/"),
         Vector(mode: .apple, url: "http://a.example/p?q=1#Frag", canonical: "http://a.example/p?q=1#Frag"),
+        // Canonical as given (kept whole, no copy made), and the near misses that are not.
+        Vector(mode: .standard, url: "https://a.example/.well-known/x", canonical: "https://a.example/.well-known/x"),
+        Vector(mode: .standard, url: "https://a.example/.../x", canonical: "https://a.example/.../x"),
+        Vector(mode: .standard, url: "https://a.example/a/../x", canonical: "https://a.example/x"),
+        Vector(mode: .standard, url: "https://a.example/a/..", canonical: "https://a.example/"),
+        Vector(mode: .standard, url: "https://a.example/p?", canonical: "https://a.example/p?"),
+        Vector(mode: .apple, url: "https://a.example/p#", canonical: "https://a.example/p#"),
+        Vector(mode: .apple, url: "https://a.example/p?#", canonical: "https://a.example/p?#"),
+        Vector(mode: .standard, url: "https://a.example/p#", canonical: "https://a.example/p"),
+        Vector(mode: .standard, url: "https://a.example:/p", canonical: "https://a.example/p"),
+        Vector(mode: .apple, url: "https://[2001:DB8::1]/", canonical: "https://[2001:db8::1]/"),
+        Vector(mode: .apple, url: "https://[2001:db8::1]/", canonical: "https://[2001:db8::1]/"),
+        Vector(mode: .standard, url: "https://u%7e@a.example/", canonical: "https://u~@a.example/"),
+        Vector(mode: .standard, url: "https://u%7E@a.example/?q=%2F", canonical: "https://u~@a.example/?q=%2F"),
     ]
 
     @Test(arguments: vectors)
