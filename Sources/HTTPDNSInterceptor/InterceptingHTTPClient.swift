@@ -11,7 +11,7 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-/// An HTTP client that sends each request straight to an address its ``HostResolver`` gives for the host, while the
+/// An HTTP client that sends each request straight to an address its `HostResolver` gives for the host, while the
 /// Host header, TLS SNI and the certificate check keep the original name: the Linux counterpart of an iOS
 /// NSURLProtocol that rewrites hosts to IPs, done without breaking HTTPS.
 ///
@@ -105,7 +105,7 @@ public final class InterceptingHTTPClient: Sendable {
     private let failovers = Counter(label: "httpdns_connect_failovers_total")
     private let retries = Counter(label: "httpdns_interceptor_retries_total")
 
-    /// - Throws: ``ConfigurationError`` for a limit that is not positive, or a TLS configuration without
+    /// - Throws: `ConfigurationError` for a limit that is not positive, or a TLS configuration without
     ///   certificate verification.
     public init(
         resolver: HostResolver,
@@ -202,8 +202,12 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     /// Sends `request` through the pipeline, following redirects.
-    /// - Parameter timeout: until the response head of the last hop arrives, resolution and redirects included.
-    ///   The body then streams at its own pace (each read within ``Configuration/readTimeout``).
+    /// - Parameters:
+    ///   - request: the request, as to AsyncHTTPClient; a streamed body is sent once (a 307 or 308 then returns the
+    ///     redirect).
+    ///   - timeout: until the response head of the last hop arrives, resolution and redirects included. The body
+    ///     then streams at its own pace (each read within ``Configuration/readTimeout``).
+    ///   - logger: for this request; default the client's.
     /// - Throws: ``InterceptorError``.
     public func execute(_ request: HTTPClientRequest, timeout: TimeAmount, logger: Logger? = nil) async throws(InterceptorError) -> Response {
         try await execute(request, body: request.body.map(Body.opaque), deadline: .now() + timeout, logger: logger)
@@ -299,20 +303,20 @@ public final class InterceptingHTTPClient: Sendable {
             request.body = body?.requestBody
 
             let replayable = body?.canBeSentAgain ?? true
-            let sent = try await sendHop(request, canonical: canonical, replayable: replayable, deadline: deadline, logger: logger)
-            let status = Int(sent.response.status.code)
+            let hop = try await sendHop(request, canonical: canonical, replayable: replayable, deadline: deadline, logger: logger)
+            let status = Int(hop.response.status.code)
             // Not a redirect, or no hop allowed (0: the redirect is the answer, whatever its Location says).
             guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
-                return finish(sent, canonical: canonical, redirects: redirects)
+                return finish(hop, canonical: canonical, redirects: redirects)
             }
             let next = try Redirect.follow(
-                status: status, location: sent.response.headers.first(name: "location"), method: canonical.method, from: canonical,
+                status: status, location: hop.response.headers.first(name: "location"), method: canonical.method, from: canonical,
                 headers: fields, allowingInsecure: configuration.allowsInsecureRedirects
             )
             // No Location; or a body the caller streamed, which cannot be sent again: the redirect is the answer, as
             // AsyncHTTPClient does.
             guard let next, replayable || !next.keepsBody else {
-                return finish(sent, canonical: canonical, redirects: redirects)
+                return finish(hop, canonical: canonical, redirects: redirects)
             }
             guard redirects < configuration.maxRedirects else {
                 throw InterceptorError(.tooManyRedirects, "\(canonical.host) was redirected more than \(configuration.maxRedirects) times; the last to \(next.url)")
@@ -320,7 +324,7 @@ public final class InterceptingHTTPClient: Sendable {
             redirects += 1
             // The redirect's own body is dropped unread (its connection closes): reading it would not be bounded by
             // the request's deadline, which AsyncHTTPClient stops watching once the head arrives.
-            _ = consume sent
+            _ = consume hop
             logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
             method = next.method
             url = next.url
