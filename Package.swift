@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // `swift package generate-documentation`: the DocC catalogs of the library modules.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The C API of libc-ares-dev; imported only by HTTPDNSCAres.

@@ -45,3 +45,6 @@ run_tests() {
 resource_test='CAresSourceTests/Lifecycle/shutdownReleasesResources'
 run_tests --skip "$resource_test"
 run_tests --filter "$resource_test"
+
+# The API documentation of every library module builds without a warning.
+scripts/docs.sh

@@ -3,7 +3,7 @@ import Logging
 
 /// Resolves names through c-ares against chosen DNS servers (or the system's resolver configuration).
 ///
-/// One c-ares channel runs on a thread of its own (see ``CAresEventLoop``); lookups from any task cross to it
+/// One c-ares channel runs on a thread of its own (see `CAresEventLoop`); lookups from any task cross to it
 /// and their answers come back to the awaiting caller. A and AAAA are asked in one `ares_getaddrinfo` call, and
 /// the TTL of an answer is the smallest along its CNAME chain and its records.
 ///
@@ -44,7 +44,7 @@ public final class CAresSource: ResolutionSource {
         }
 
         /// Checks the timeout and tries.
-        /// - Throws: ``ConfigurationError`` naming the first setting that cannot work.
+        /// - Throws: `ConfigurationError` naming the first setting that cannot work.
         public func validate() throws(ConfigurationError) {
             guard timeoutMs > 0 else {
                 throw ConfigurationError(key: "timeoutMs", reason: "must be a positive number of milliseconds, not \(timeoutMs)")
@@ -66,8 +66,8 @@ public final class CAresSource: ResolutionSource {
     private let serversDescription: String
 
     /// Starts the channel and its thread.
-    /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``Configuration/validate()``;
-    ///   ``ResolutionError`` with code ``ResolutionError/Code/internalError`` when c-ares cannot start (for example
+    /// - Throws: `ConfigurationError` when `configuration` does not pass ``Configuration/validate()``;
+    ///   `ResolutionError` with code `ResolutionError/Code/internalError` when c-ares cannot start (for example
     ///   an unreadable `/etc/resolv.conf`).
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "httpdns.cares")) throws {
         try configuration.validate()
@@ -114,7 +114,7 @@ public final class CAresSource: ResolutionSource {
         }
     }
 
-    /// Ends the event thread; lookups still in flight fail with ``ResolutionError/Code/shutdown``. Idempotent.
+    /// Ends the event thread; lookups still in flight fail with `ResolutionError/Code/shutdown`. Idempotent.
     public func shutdown() async {
         await loop.shutdown()
     }

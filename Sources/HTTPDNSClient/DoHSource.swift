@@ -41,7 +41,7 @@ public final class DoHSource: ResolutionSource {
 
     private let client: ServiceClient
 
-    /// - Throws: ``ConfigurationError`` naming a setting that cannot work.
+    /// - Throws: `ConfigurationError` naming a setting that cannot work.
     public init(
         configuration: Configuration,
         clock: any MonotonicClock = SystemMonotonicClock(),
@@ -189,7 +189,7 @@ public final class DoHSource: ResolutionSource {
         return nil
     }
 
-    /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
+    /// Counts every address healthy again and opens new connections: see `HostResolver/networkChanged(concurrency:)`.
     public func networkChanged() async {
         await client.networkChanged()
     }

@@ -34,7 +34,7 @@ public final class JSONDNSSource: ResolutionSource {
 
     private let client: ServiceClient
 
-    /// - Throws: ``ConfigurationError`` naming a setting that cannot work.
+    /// - Throws: `ConfigurationError` naming a setting that cannot work.
     public init(
         configuration: Configuration,
         clock: any MonotonicClock = SystemMonotonicClock(),
@@ -130,7 +130,7 @@ public final class JSONDNSSource: ResolutionSource {
         }
     }
 
-    /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
+    /// Counts every address healthy again and opens new connections: see `HostResolver/networkChanged(concurrency:)`.
     public func networkChanged() async {
         await client.networkChanged()
     }

@@ -49,7 +49,7 @@ public final class NativeServiceSource: BatchResolutionSource {
     private let client: ServiceClient
     private let unixTime: @Sendable () -> Int64
 
-    /// - Throws: ``ConfigurationError`` naming a setting that cannot work (no servers, a budget of 0, an unreadable
+    /// - Throws: `ConfigurationError` naming a setting that cannot work (no servers, a budget of 0, an unreadable
     ///   trust-root file, a server name that is no host name).
     public init(
         configuration: Configuration,
@@ -190,7 +190,7 @@ public final class NativeServiceSource: BatchResolutionSource {
         )
     }
 
-    /// Counts every address healthy again and opens new connections: see ``HostResolver/networkChanged(concurrency:)``.
+    /// Counts every address healthy again and opens new connections: see `HostResolver/networkChanged(concurrency:)`.
     public func networkChanged() async {
         await client.networkChanged()
     }

@@ -16,7 +16,7 @@ public struct SPKIPin: Sendable, Hashable, CustomStringConvertible {
     public let sha256: [UInt8]
 
     /// Reads `sha256//BASE64` or `BASE64` alone.
-    /// - Throws: ``ConfigurationError`` (key `pin`) when the text is not the base64 of 32 bytes.
+    /// - Throws: `ConfigurationError` (key `pin`) when the text is not the base64 of 32 bytes.
     public init(parsing text: String) throws(ConfigurationError) {
         let base64 = text.hasPrefix("sha256//") ? text.dropFirst("sha256//".count) : Substring(text)
         let urlSafe = base64.contains(where: { $0 == "-" || $0 == "_" }) ? nil : String(base64.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })

@@ -40,6 +40,7 @@ public enum CacheStoragePolicy: String, Sendable, Hashable, CaseIterable {
     ///   - requestHeaders: the request's header fields, names in any case, a repeated field as several pairs.
     ///   - status: the response's status code.
     ///   - responseHeaders: the response's header fields.
+    ///   - configuration: the mode, and the kind of cache asking.
     /// A Cache-Control field that does not parse counts, in `standard` mode, as one that forbids storing: a cache
     /// should not keep what it cannot read the rules of.
     public static func decide(

@@ -40,7 +40,7 @@ public struct HTTPDNSServerConfiguration: Sendable {
     public init() {}
 
     /// Checks every setting against its range and the others.
-    /// - Throws: ``ConfigurationError`` naming the first setting that cannot work.
+    /// - Throws: `ConfigurationError` naming the first setting that cannot work.
     public func validate() throws(ConfigurationError) {
         guard (0...65_535).contains(port) else { throw ConfigurationError(key: "port", reason: "must be 0 to 65535, not \(port)") }
         guard !host.isEmpty else { throw ConfigurationError(key: "host", reason: "must not be empty") }

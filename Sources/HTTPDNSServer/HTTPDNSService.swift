@@ -12,7 +12,7 @@ import NIOSSL
 #endif
 
 /// The HTTPDNS service (`httpdns serve`): the native API, DoH, JSON DNS, `/metrics`, `/healthz`, `/readyz`,
-/// answering from one ``ResolverCache``.
+/// answering from one `ResolverCache`.
 public struct HTTPDNSService: Sendable {
     public let configuration: HTTPDNSServerConfiguration
     public let resolver: ResolverCache
@@ -25,7 +25,7 @@ public struct HTTPDNSService: Sendable {
     private let admission: Admission
     private let requestMetrics = RequestMetrics()
 
-    /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``HTTPDNSServerConfiguration/validate()``.
+    /// - Throws: `ConfigurationError` when `configuration` does not pass ``HTTPDNSServerConfiguration/validate()``.
     public init(
         configuration: HTTPDNSServerConfiguration,
         resolver: ResolverCache,
@@ -110,13 +110,18 @@ public struct HTTPDNSService: Sendable {
 
     /// Runs the service until SIGTERM or SIGINT, then stops accepting connections, lets the requests in flight
     /// finish, and returns. Plain HTTP/1.1, or TLS offering `h2` and `http/1.1` when a certificate is configured.
-    /// - Parameter onListening: called with the bound port once the server listens (port 0 picks one).
+    /// - Parameters:
+    ///   - logger: the service's logger; each request's lines carry its id.
+    ///   - onListening: called with the bound port once the server listens (port 0 picks one).
     public func run(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await makeApplication(logger: logger, onListening: onListening).runService()
     }
 
     /// The service as a Hummingbird application, with cache hits for `/d` and `/dns-query` answered on the event
-    /// loop (``CacheHitHandler``) and everything else through ``makeRouter()``.
+    /// loop (`CacheHitHandler`) and everything else through ``makeRouter()``.
+    /// - Parameters:
+    ///   - logger: the service's logger.
+    ///   - onListening: called with the bound port once the server listens.
     public func makeApplication(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let cacheHits = cacheHitResponder(logger: logger)
         let idleTimeout = Duration.seconds(configuration.idleTimeoutSeconds)

@@ -23,10 +23,15 @@ public final class NginxServer: Sendable {
     private let process: ChildProcess
     private let directory: URL
 
-    /// Starts nginx for `names` (its `server_name`s) with `certificate` and `key` (PEM files), on `address` when
-    /// given (a certificate for the address needs it known beforehand), else on a random 127.0.0.x.
-    /// - Parameter keepaliveRequests: the requests nginx serves on a connection before it closes it (HTTP/2: a
-    ///   GOAWAY); nginx's default is 1,000.
+    /// Starts nginx on a port of its own.
+    /// - Parameters:
+    ///   - names: its `server_name`s.
+    ///   - certificate: the PEM certificate file it serves.
+    ///   - key: the certificate's PEM key file.
+    ///   - address: where it listens, when given (a certificate for the address needs it known beforehand); else
+    ///     a random 127.0.0.x.
+    ///   - keepaliveRequests: the requests nginx serves on a connection before it closes it (HTTP/2: a GOAWAY);
+    ///     nginx's default is 1,000.
     public static func start(
         names: [String],
         certificate: String,

@@ -2,7 +2,7 @@ import HTTPDNSCore
 import Synchronization
 
 /// A source with fixed answers per host, answered at once from memory: addresses, a negative answer, or a
-/// failure. A host with no reply of its own gets ``init(_:otherwise:)``'s `otherwise` (NXDOMAIN by default). Counts
+/// failure. A host with no reply of its own gets `init(_:otherwise:)`'s `otherwise` (NXDOMAIN by default). Counts
 /// its queries.
 ///
 /// For tests of what sits on top of a source, and for benchmarks that measure the cache and nothing else.
@@ -34,8 +34,12 @@ public final class StaticSource: ResolutionSource {
     private let counts: Mutex<[String: Int]>?
     private let networkChanges = Mutex(0)
 
-    /// - Parameter countsQueries: whether ``queryCount(_:)`` is kept; a benchmark that fills a cache with many
-    ///   names turns it off, so the counts take neither time nor memory.
+    /// - Parameters:
+    ///   - replies: the reply for each name.
+    ///   - otherwise: the reply for any other name.
+    ///   - name: the source's name, in stats and metric dimensions.
+    ///   - countsQueries: whether ``queryCount(_:)`` is kept; a benchmark that fills a cache with many names turns
+    ///     it off, so the counts take neither time nor memory.
     public init(
         _ replies: [String: Reply] = [:],
         otherwise: Reply = .negative(.nameNotFound),

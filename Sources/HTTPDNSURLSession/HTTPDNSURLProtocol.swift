@@ -8,7 +8,7 @@ import NIOPosix
 import Synchronization
 
 /// The URLSession adapter: a FoundationNetworking `URLProtocol` that forwards the http and https requests it takes
-/// through an ``InterceptingHTTPClient``, never through URLSession itself (which cannot check a certificate for the
+/// through an `InterceptingHTTPClient`, never through URLSession itself (which cannot check a certificate for the
 /// original name once the URL holds an address).
 ///
 /// ```swift
@@ -36,7 +36,7 @@ import Synchronization
 ///
 /// Not `Sendable` (URLProtocol is explicitly not): its one piece of mutable state, the loading task, is behind a
 /// Mutex, and `request` and `client` are set by URLSession before `startLoading` and not changed after, which is what
-/// lets ``ProtocolBox`` carry it into the loading task.
+/// lets `ProtocolBox` carry it into the loading task.
 open class HTTPDNSURLProtocol: URLProtocol {
     /// What the installed protocol forwards through, and the configuration's stores.
     struct Installation: @unchecked Sendable {
@@ -75,7 +75,10 @@ open class HTTPDNSURLProtocol: URLProtocol {
     /// The protocol class is global, so one installation serves the process: installing again with the same client
     /// and stores is fine (another session may share them), while different ones are refused rather than mixed
     /// (one session's cookies must not reach another's requests). ``uninstall()`` first to change them.
-    /// - Parameter streaming: hand the body over in pieces as it arrives, for sessions with a data delegate.
+    /// - Parameters:
+    ///   - client: the interceptor requests are forwarded through.
+    ///   - configuration: the session configuration to install into; its cookie storage and URL cache are used.
+    ///   - streaming: hand the body over in pieces as it arrives, for sessions with a data delegate.
     /// - Throws: ``HTTPDNSURLProtocolError`` when another client or other stores are installed.
     public static func install(_ client: InterceptingHTTPClient, into configuration: URLSessionConfiguration, streaming: Bool = false) throws {
         let seconds = configuration.timeoutIntervalForRequest > 0 ? min(configuration.timeoutIntervalForRequest, 86_400) : 60

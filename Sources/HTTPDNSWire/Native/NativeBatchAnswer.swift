@@ -6,7 +6,7 @@ public struct NativeBatchAnswer: Sendable, Hashable {
     /// One host's addresses of one family.
     public struct Record: Sendable, Hashable {
         public var host: String
-        /// The family: ``AddressFamily/ipv4`` for `"type":1`, ``AddressFamily/ipv6`` for `"type":28`.
+        /// The family: `AddressFamily/ipv4` for `"type":1`, `AddressFamily/ipv6` for `"type":28`.
         public var family: AddressFamily
         /// The addresses, all of ``family``; empty for a negative answer.
         public var addresses: [IPAddress]
