@@ -37,7 +37,7 @@ final class CAresEventLoop: @unchecked Sendable {
 
     private struct Inbox {
         enum Phase { case running, stopping, stopped }
-        var lookups: [LookupRequest] = []
+        var lookups: [any CAresQuery] = []
         /// The eventfd has been written since the thread last took the lookups.
         var wakePending = false
         var phase = Phase.running
@@ -130,14 +130,42 @@ final class CAresEventLoop: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            request.cancel()
+            request.completion.cancel()
+        }
+    }
+
+    /// Sends `message` (a DNS query, whose ID c-ares replaces with one of its own) on the event thread.
+    /// - Returns: the answer's bytes as the server sent them, or the c-ares status of a failed query.
+    /// - Throws: `CancellationError` when the task is cancelled first (the query itself runs to its end).
+    func send(_ message: [UInt8]) async throws -> Result<[UInt8], CAresStatus> {
+        let query = MessageQuery(message: message)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                submit(query, completion: query.completion) { result in
+                    if case .failure(let status) = result, status == .cancelledByCaller {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        continuation.resume(returning: result)
+                    }
+                }
+            }
+        } onCancel: {
+            query.completion.cancel()
         }
     }
 
     /// Queues `request` for the event thread; `completion` runs exactly once, on that thread (or on the
     /// caller's, when the loop has stopped or the request was cancelled before it was queued).
     func submit(_ request: LookupRequest, completion: @escaping @Sendable (Result<CAresAddresses, CAresStatus>) -> Void) {
-        guard request.install(completion) else { return }
+        submit(request, completion: request.completion, completion)
+    }
+
+    private func submit<Value: Sendable>(
+        _ request: some CAresQuery,
+        completion once: OnceCompletion<Value>,
+        _ completion: @escaping @Sendable (Result<Value, CAresStatus>) -> Void
+    ) {
+        guard once.install(completion) else { return }
         let accepted = inbox.withLock { inbox in
             guard inbox.phase == .running else { return false }
             inbox.lookups.append(request)
@@ -149,7 +177,7 @@ final class CAresEventLoop: @unchecked Sendable {
             return true
         }
         if !accepted {
-            request.complete(.failure(CAresStatus(ARES_EDESTRUCTION)))
+            request.fail(CAresStatus(ARES_EDESTRUCTION))
         }
     }
 
@@ -230,7 +258,7 @@ final class CAresEventLoop: @unchecked Sendable {
                 }
                 return (inbox.lookups, inbox.phase != .running)
             }
-            for request in lookups { start(request) }
+            for request in lookups where !request.isFinished { request.start(on: channel) }
             if stopping { break }
 
             pollSet.removeAll(keepingCapacity: true)
@@ -282,36 +310,11 @@ final class CAresEventLoop: @unchecked Sendable {
         // Nobody writes the eventfd once the phase is `.stopped`: `wake()` is only called under the lock
         // before that.
         close(wakeFD)
-        for request in late { request.complete(.failure(CAresStatus(ARES_EDESTRUCTION))) }
+        for request in late { request.fail(CAresStatus(ARES_EDESTRUCTION)) }
         for waiter in waiters { waiter.resume() }
     }
 
-    private func start(_ request: LookupRequest) {
-        guard !request.isFinished else { return }
-        var hints = ares_addrinfo_hints()
-        hints.ai_family = request.family
-        // Keep the order the server gave; c-ares's RFC 6724 sort opens a socket per address.
-        hints.ai_flags = ARES_AI_NOSORT
-        let argument = Unmanaged.passRetained(request).toOpaque()
-        ares_getaddrinfo(
-            channel,
-            request.name,
-            nil,
-            &hints,
-            { argument, status, _, result in
-                let request = Unmanaged<LookupRequest>.fromOpaque(argument!).takeRetainedValue()
-                defer { if let result { ares_freeaddrinfo(result) } }
-                if status == ARES_SUCCESS, let result {
-                    request.complete(.success(CAresEventLoop.addresses(in: result.pointee)))
-                } else {
-                    request.complete(.failure(CAresStatus(status)))
-                }
-            },
-            argument
-        )
-    }
-
-    private static func addresses(in result: ares_addrinfo) -> CAresAddresses {
+    static func addresses(in result: ares_addrinfo) -> CAresAddresses {
         var addresses = CAresAddresses()
         var chainTTL = UInt32.max
         var cname = result.cnames
@@ -344,13 +347,94 @@ final class CAresEventLoop: @unchecked Sendable {
     }
 }
 
-/// One lookup waiting for its c-ares callback. Its completion runs exactly once: with the callback's result, on
-/// cancellation, or on shutdown, whichever comes first.
-final class LookupRequest: Sendable {
-    typealias Completion = @Sendable (Result<CAresAddresses, CAresStatus>) -> Void
+/// A query for the event thread: started there, or failed when the loop never takes it.
+protocol CAresQuery: AnyObject, Sendable {
+    /// Whether it has completed already (cancelled before it was started, say).
+    var isFinished: Bool { get }
+    /// Starts it on `channel`; on the event thread.
+    func start(on channel: ares_channel?)
+    /// Completes it with `status` unless it has completed already.
+    func fail(_ status: CAresStatus)
+}
 
+/// One `ares_getaddrinfo` lookup waiting for its callback.
+final class LookupRequest: CAresQuery {
     let name: String
     let family: Int32
+    let completion = OnceCompletion<CAresAddresses>()
+
+    init(name: String, families: AddressFamilies) {
+        self.name = name
+        self.family = families == .ipv4 ? AF_INET : families == .ipv6 ? AF_INET6 : AF_UNSPEC
+    }
+
+    var isFinished: Bool { completion.isFinished }
+
+    func fail(_ status: CAresStatus) { completion.complete(.failure(status)) }
+
+    func start(on channel: ares_channel?) {
+        var hints = ares_addrinfo_hints()
+        hints.ai_family = family
+        // Keep the order the server gave; c-ares's RFC 6724 sort opens a socket per address.
+        hints.ai_flags = ARES_AI_NOSORT
+        let argument = Unmanaged.passRetained(self).toOpaque()
+        ares_getaddrinfo(
+            channel,
+            name,
+            nil,
+            &hints,
+            { argument, status, _, result in
+                let request = Unmanaged<LookupRequest>.fromOpaque(argument!).takeRetainedValue()
+                defer { if let result { ares_freeaddrinfo(result) } }
+                if status == ARES_SUCCESS, let result {
+                    request.completion.complete(.success(CAresEventLoop.addresses(in: result.pointee)))
+                } else {
+                    request.completion.complete(.failure(CAresStatus(status)))
+                }
+            },
+            argument
+        )
+    }
+}
+
+/// One DNS message sent as it is (`ares_send`), waiting for the answer's bytes.
+final class MessageQuery: CAresQuery {
+    let message: [UInt8]
+    let completion = OnceCompletion<[UInt8]>()
+
+    init(message: [UInt8]) {
+        self.message = message
+    }
+
+    var isFinished: Bool { completion.isFinished }
+
+    func fail(_ status: CAresStatus) { completion.complete(.failure(status)) }
+
+    func start(on channel: ares_channel?) {
+        let argument = Unmanaged.passRetained(self).toOpaque()
+        message.withUnsafeBufferPointer { bytes in
+            ares_send(
+                channel,
+                bytes.baseAddress,
+                Int32(bytes.count),
+                { argument, status, _, answer, length in
+                    let query = Unmanaged<MessageQuery>.fromOpaque(argument!).takeRetainedValue()
+                    if status == ARES_SUCCESS, let answer, length > 0 {
+                        query.completion.complete(.success(Array(UnsafeBufferPointer(start: answer, count: Int(length)))))
+                    } else {
+                        query.completion.complete(.failure(CAresStatus(status)))
+                    }
+                },
+                argument
+            )
+        }
+    }
+}
+
+/// A completion that runs exactly once: with the callback's result, on cancellation, or on shutdown, whichever
+/// comes first.
+final class OnceCompletion<Value: Sendable>: Sendable {
+    typealias Completion = @Sendable (Result<Value, CAresStatus>) -> Void
 
     private enum Phase {
         case new
@@ -360,11 +444,6 @@ final class LookupRequest: Sendable {
     }
 
     private let phase = Mutex(Phase.new)
-
-    init(name: String, families: AddressFamilies) {
-        self.name = name
-        self.family = families == .ipv4 ? AF_INET : families == .ipv6 ? AF_INET6 : AF_UNSPEC
-    }
 
     var isFinished: Bool {
         phase.withLock { if case .finished = $0 { true } else { false } }
@@ -385,12 +464,12 @@ final class LookupRequest: Sendable {
         return !cancelled
     }
 
-    func complete(_ result: Result<CAresAddresses, CAresStatus>) {
+    func complete(_ result: Result<Value, CAresStatus>) {
         take()?(result)
     }
 
-    /// Completes the request with ``CAresStatus/cancelledByCaller`` unless it has completed already. c-ares 1.18
-    /// cannot cancel one query, so the query runs to its end and its answer is dropped.
+    /// Completes with ``CAresStatus/cancelledByCaller`` unless it has completed already. c-ares 1.18 cannot cancel
+    /// one query, so the query runs to its end and its answer is dropped.
     func cancel() {
         let completion = phase.withLock { phase -> Completion? in
             switch phase {

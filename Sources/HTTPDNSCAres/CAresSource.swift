@@ -114,6 +114,25 @@ public final class CAresSource: ResolutionSource {
         }
     }
 
+    /// Sends `query`, a DNS message of any type, to the servers as it is, and returns the answer as the server
+    /// sent it: every section, CNAME chains, the authority section's SOA of a negative answer. For resolvers that
+    /// relay what they do not parse (DoH for types other than A and AAAA).
+    ///
+    /// c-ares gives the query an ID of its own: the answer carries that ID, not the one in `query`; a relay sets
+    /// its client's back. An answer with NXDOMAIN or no data is an answer, returned like any other; with one server,
+    /// so is SERVFAIL, REFUSED or NOTIMP, whose answers c-ares would otherwise drop to try the next.
+    /// - Throws: ``ResolutionError``: `timeout`, `serverUnreachable`, `serverFailure` or `refused` (several
+    ///   servers, all failing), `malformedAnswer`, `badName` (a query c-ares refuses: shorter than a header, or
+    ///   64 KiB or more), `shutdown`; `CancellationError` when the task is cancelled first.
+    public func send(_ query: [UInt8]) async throws -> [UInt8] {
+        switch try await loop.send(query) {
+        case .success(let answer):
+            return answer
+        case .failure(let status):
+            throw CAresStatus.error(status, asking: "sending a query of \(query.count) bytes to \(serversDescription) over \(configuration.transport)")
+        }
+    }
+
     /// Ends the event thread; lookups still in flight fail with `ResolutionError/Code/shutdown`. Idempotent.
     public func shutdown() async {
         await loop.shutdown()

@@ -28,7 +28,11 @@ struct CAresStatus: Error, Sendable, Hashable {
         servers: String,
         transport: CAresSource.Configuration.Transport
     ) -> ResolutionError {
-        let asking = "asking \(servers) over \(transport) for \(families) of \(host)"
+        error(status, asking: "asking \(servers) over \(transport) for \(families) of \(host)")
+    }
+
+    /// The typed error for a failed query; `asking` says what was asked of whom.
+    static func error(_ status: CAresStatus, asking: String) -> ResolutionError {
         switch status.code {
         case ARES_ETIMEOUT:
             return ResolutionError(.timeout, "timed out \(asking)")
@@ -46,6 +50,8 @@ struct CAresStatus: Error, Sendable, Hashable {
             return ResolutionError(.malformedAnswer, "the server could not parse the query (FORMERR) \(asking)")
         case ARES_EBADNAME:
             return ResolutionError(.badName, "c-ares rejected the name \(asking)")
+        case ARES_EBADQUERY:
+            return ResolutionError(.badName, "c-ares rejected the query as malformed \(asking)")
         case ARES_EDESTRUCTION:
             return ResolutionError(.shutdown, "the c-ares resolver was shut down while \(asking)")
         default:
