@@ -68,10 +68,17 @@ struct ExampleBackend: AsyncParsableCommand {
         let group = ServiceGroup(
             configuration: .init(services: [.init(service: metrics), .init(service: app), .init(service: traffic)], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "example"))
         )
-        try await group.run()
+        // Shut down whether the group ends well or not (a metrics port in use, say).
+        var failure: (any Error)?
+        do {
+            try await group.run()
+        } catch {
+            failure = error
+        }
         await client.shutdown()
         await fallback.shutdown()
         await service.shutdown()
+        if let failure { throw failure }
     }
 
     private func connection() throws -> ServiceConnection {

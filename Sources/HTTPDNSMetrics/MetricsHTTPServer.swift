@@ -72,16 +72,21 @@ public final class MetricsHTTPServer: Service, Sendable {
         guard (0...65535).contains(configuration.port) else {
             throw MetricsHTTPServerError("port must be 0 to 65535, not \(configuration.port)")
         }
-        let open = ManagedConnectionCount(limit: configuration.maxConnections)
+        // Whoever waits for the address hears of a failed bind too (nil), rather than waiting forever.
+        defer { listening.finish() }
+        let open = OpenConnections(limit: configuration.maxConnections)
         let exposition = exposition
         let idleTimeout = configuration.idleTimeout
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                guard open.enter() else { return channel.close() }
-                channel.closeFuture.whenComplete { _ in open.leave() }
+                guard open.enter(channel) else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in open.leave(channel) }
                 return channel.eventLoop.makeCompletedFuture {
+                    // A client that sends requests and never reads the answers is not read from while its answers
+                    // wait: what it can make the server hold is the socket's buffers, not the process's memory.
+                    try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withPipeliningAssistance: true,
                         withErrorHandling: true
@@ -99,9 +104,10 @@ public final class MetricsHTTPServer: Service, Sendable {
             logger.info("serving metrics", metadata: ["address": "\(address)"])
         }
         listening.finish()
-        // Until the group shuts down (or the task is cancelled): then stop taking connections.
+        // Until the group shuts down (or the task is cancelled): then stop taking connections, and close those open.
         try? await gracefulShutdown()
         try? await channel.close()
+        for connection in open.all() { try? await connection.close() }
     }
 }
 
@@ -114,25 +120,29 @@ public struct MetricsHTTPServerError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Open connections, at most `limit`.
-private final class ManagedConnectionCount: Sendable {
-    private let count = Mutex(0)
+/// The open connections, at most `limit`.
+private final class OpenConnections: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
     private let limit: Int
 
     init(limit: Int) {
         self.limit = limit
     }
 
-    func enter() -> Bool {
-        count.withLock { count in
-            guard count < limit else { return false }
-            count += 1
+    func enter(_ channel: any Channel) -> Bool {
+        channels.withLock { channels in
+            guard channels.count < limit else { return false }
+            channels[ObjectIdentifier(channel)] = channel
             return true
         }
     }
 
-    func leave() {
-        count.withLock { $0 -= 1 }
+    func leave(_ channel: any Channel) {
+        _ = channels.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    func all() -> [any Channel] {
+        channels.withLock { Array($0.values) }
     }
 }
 
@@ -162,6 +172,11 @@ private final class MetricsRequestHandler: ChannelInboundHandler {
         } else {
             respond(context, head, status: .ok, body: exposition.bytes(), close: false)
         }
+    }
+
+    /// A request NIO could not parse has been answered 400 by its error handler: the connection goes too.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -36,7 +36,7 @@ public struct HealthSettings: Sendable {
     public var hosts: [HostName] = []
     /// Names whose private answers are not a hijack (internal services).
     public var allowPrivate = HostPatterns()
-    /// How long each probe may take. Default 2000 ms.
+    /// How long each probe may take. Default 2000 ms; at most 60000.
     public var timeoutMs = 2000
     /// A certificate that expires within this many days makes the service degraded. Default 14.
     public var expiryWarningDays = 14
@@ -51,7 +51,10 @@ public struct HealthSettings: Sendable {
         let serverName = try await reader.string(Self.serverName)
         let cacert = try await reader.string(Self.cacert)
         let pins = try await reader.strings(Self.pins) ?? []
-        if let value = try await reader.int(Self.timeoutMs) { timeoutMs = value }
+        if let value = try await reader.int(Self.timeoutMs) {
+            guard value <= 60_000 else { throw SettingError("--timeout-ms (timeoutMs, HTTPDNS_TIMEOUT_MS) must be at most 60000, not \(value)") }
+            timeoutMs = value
+        }
         if !servers.isEmpty {
             // Each was checked as it was read, so parsing again cannot fail.
             var connection = ServiceConnection(servers: servers.compactMap { try? ServiceEndpoint(parsing: $0) })
@@ -66,10 +69,11 @@ public struct HealthSettings: Sendable {
         }
         dnsServers = (try await reader.strings(Self.dns) ?? []).compactMap { try? DNSServerAddress(parsing: $0) }
         if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }
-        // c-ares's own timeout per try: two tries fit in the probe's time.
-        cares.timeoutMs = max(1, timeoutMs / 2)
+        // c-ares's own timeout per try, doubled on the second: both tries fit in the probe's time (1/3 + 2/3).
+        cares.timeoutMs = max(1, timeoutMs / 3)
         cares.tries = 2
         hosts = (try await reader.strings(Self.hosts) ?? Self.defaultHosts).compactMap { try? HostName($0) }
+        guard !hosts.isEmpty else { throw SettingError("--host (hosts, HTTPDNS_HOSTS) must name at least one probe name") }
         do {
             allowPrivate = try HostPatterns(try await reader.strings(Self.allowPrivate) ?? [])
         } catch let error as SettingError {
@@ -79,6 +83,9 @@ public struct HealthSettings: Sendable {
         }
         if let value = try await reader.int(Self.expiryWarningDays) { expiryWarningDays = value }
         watchSeconds = try await reader.int(Self.watchSeconds)
+        if let seconds = watchSeconds, seconds > 86_400 {
+            throw SettingError("--watch (watchSeconds, HTTPDNS_WATCH_SECONDS) must be at most 86400 seconds (a day), not \(seconds)")
+        }
         json = try await reader.bool(Self.json) ?? false
         do {
             try cares.validate()

@@ -56,6 +56,9 @@ struct MetricsExampleTests {
                     #expect(scrape.stdout.contains("# HELP \(family) "), "\(url) has no help for \(family)")
                 }
                 #expect(scrape.stdout.contains(#"httpdns_hijack_suspected_total{reason="private-answer"} 1"#), "\(scrape.stdout)")
+                // The reasons not seen yet are there at zero, so that an alert on increase() sees their first event.
+                #expect(scrape.stdout.contains(#"httpdns_hijack_suspected_total{reason="nxdomain-rewrite"} 0"#), "\(scrape.stdout)")
+                #expect(scrape.stdout.contains(#"httpdns_hijack_suspected_total{reason="address-swap"} 0"#), "\(scrape.stdout)")
                 #expect(scrape.stdout.contains(#"httpdns_fallbacks_total{from="httpdns",to="cares"} 1"#), "\(scrape.stdout)")
                 #expect(scrape.stdout.contains(#"httpdns_interceptor_requests_total{outcome="resolution_failed"} 1"#), "\(scrape.stdout)")
                 let check = try await Self.shell("'\(curl)' -s \(url) | '\(try Self.tool("promtool"))' check metrics")

@@ -47,7 +47,7 @@ struct ReadmeTourTests {
         // Whatever the tour started is stopped, however it ends.
         let script = """
             set -euo pipefail
-            trap 'set +e; jobs -p | xargs -r kill 2>/dev/null; [ -f dnsmasq.pid ] && kill "$(cat dnsmasq.pid)" 2>/dev/null' EXIT
+            trap 'set +e; jobs -p | xargs -r kill 2>/dev/null; [ -n "${tour:-}" ] && [ -f "$tour/dnsmasq.pid" ] && kill "$(cat "$tour/dnsmasq.pid")" 2>/dev/null; [ -n "${tour:-}" ] && rm -rf "$tour"' EXIT
             cd '\(Self.root.path)'
             \(runnable.replacingOccurrences(of: tourPath, with: "export PATH='\(binaries)':\"$PATH\""))
             """

@@ -33,10 +33,15 @@ import Testing
         #expect(settings.dnsServers.isEmpty, "the system's, read by the command")
         #expect(settings.hosts == [try HostName("example.com")])
         #expect(settings.timeoutMs == 2000)
-        #expect(settings.cares.timeoutMs == 1000 && settings.cares.tries == 2, "two tries fit in a probe's time")
+        #expect(settings.cares.timeoutMs == 666 && settings.cares.tries == 2, "two tries, the second twice the first, fit in a probe's time")
         #expect(settings.expiryWarningDays == 14)
         #expect(settings.watchSeconds == nil)
         #expect(!settings.json)
+    }
+
+    @Test func anEmptyListOfProbeNamesIsRefused() async {
+        let error = await error(environment: ["HTTPDNS_HOSTS": ","])
+        #expect(error?.contains("at least one probe name") == true, "\(error ?? "no error")")
     }
 
     @Test func listsComeFromTheEnvironmentCommaSeparated() async throws {
@@ -57,6 +62,8 @@ import Testing
         (["cacert": ["/ca.pem"]], "describe a service"),
         (["expiryWarningDays": ["0"]], "positive"),
         (["dns": ["resolver.example"]], "server"),
+        (["watchSeconds": ["86401"]], "at most 86400"),
+        (["timeoutMs": ["60001"]], "at most 60000"),
     ])
     func badSettingsSayWhatIsWrong(_ flags: [String: [String]], _ expected: String) async {
         let error = await error(flags: flags)

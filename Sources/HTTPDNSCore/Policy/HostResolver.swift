@@ -80,6 +80,9 @@ public final class HostResolver: Sendable {
             Counter(label: "httpdns_fallbacks_total", dimensions: [("from", trustedSource.name), ("to", source.name)])
         }
         downgrades = HijackVerdict.Reason.downgrade.counter
+        // Every reason's series from the start, at zero: an alert on `increase()` cannot see a series' first event,
+        // so a first hijack would otherwise go unalerted.
+        for reason in HijackVerdict.Reason.all where reason != .none && reason != .downgrade { _ = reason.counter }
     }
 
     /// The addresses of `host`: the trusted source's, or, when it fails and the host is not strict, the first

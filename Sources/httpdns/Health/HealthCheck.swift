@@ -42,7 +42,14 @@ final class HealthCheck: Sendable {
         do {
             if let connection = settings.service {
                 if let path = connection.extraTrustRootsPEMFile {
-                    tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(path))]
+                    let certificates: [NIOSSLCertificate]
+                    do {
+                        certificates = try NIOSSLCertificate.fromPEMFile(path)
+                    } catch {
+                        throw ConfigurationError(key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)")
+                    }
+                    guard !certificates.isEmpty else { throw ConfigurationError(key: "cacert", reason: "\(path) holds no certificate") }
+                    tls.additionalTrustRoots = [.certificates(certificates)]
                 }
                 for endpoint in connection.servers {
                     // One endpoint each, so each is judged on its own answers rather than failed over.
@@ -96,12 +103,12 @@ final class HealthCheck: Sendable {
                     }
                 }
                 for (hostIndex, host) in hosts.enumerated() {
-                    group.addTask { ("s\(index)/\(hostIndex)", await Self.ask(service.source, host), nil) }
+                    group.addTask { [timeoutMs = settings.timeoutMs] in ("s\(index)/\(hostIndex)", await Self.ask(service.source, host, timeoutMs: timeoutMs), nil) }
                 }
             }
             for (index, probe) in dnsServers.enumerated() {
                 for (hostIndex, host) in hosts.enumerated() {
-                    group.addTask { ("d\(index)/\(hostIndex)", await Self.ask(probe.source, host), nil) }
+                    group.addTask { [timeoutMs = settings.timeoutMs] in ("d\(index)/\(hostIndex)", await Self.ask(probe.source, host, timeoutMs: timeoutMs), nil) }
                 }
             }
             for await (key, answer, certificate) in group {
@@ -152,6 +159,7 @@ final class HealthCheck: Sendable {
         switch certificate {
         case .accepted(let daysLeft)?:
             row.certificate = .init(valid: rejection == nil, daysLeft: daysLeft, problem: rejection?.message)
+            row.reachable = true  // The certificate probe's request was answered.
         case .rejected(let reason)?:
             row.certificate = .init(valid: false, daysLeft: nil, problem: reason)
             row.reachable = true  // It answered the handshake: reachable, but not to be trusted.
@@ -183,19 +191,21 @@ final class HealthCheck: Sendable {
             case .failed: nil
             }
         }.first
+        // Each DNS server's answer judged on its own; the probe's verdict is the worst of them.
         var verdict = HijackVerdict.ok
         var verdictSource: String?
-        for answer in answers where !answer.trusted {
+        for index in answers.indices where !answers[index].trusted {
             let addresses: [IPAddress]
-            switch answer.result {
+            switch answers[index].result {
             case .addresses(let found): addresses = found
             case .nameNotFound, .noData: addresses = []
             case .failed: continue
             }
             let judged = hijackGuard.judge(addresses, host: host, trusted: trusted)
+            answers[index].verdict = judged
             if judged.level > verdict.level {
                 verdict = judged
-                verdictSource = answer.source
+                verdictSource = answers[index].source
             }
         }
         let answered = answers.map(\.result).filter(\.answered)
@@ -203,14 +213,18 @@ final class HealthCheck: Sendable {
         return HealthReport.Probe(host: host.value, answers: answers, agree: agree, verdict: verdict, verdictSource: verdictSource)
     }
 
-    private static func ask(_ source: any ResolutionSource, _ host: HostName) async -> Asked {
+    /// Asks `source` for `host`, within `timeoutMs` whatever the source's own timeouts do.
+    private static func ask(_ source: any ResolutionSource, _ host: HostName, timeoutMs: Int) async -> Asked {
         let start = ContinuousClock.now
         func elapsed() -> Double {
             let duration = ContinuousClock.now - start
             return Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
         }
         do {
-            let answer = try await source.query(host, families: .all)
+            guard let answer = try await withDeadline(.now() + .milliseconds(Int64(timeoutMs)), { try await source.query(host, families: .all) }) else {
+                let error = ResolutionError(.timeout, "\(source.upstreamDescription) did not answer for \(host) within \(timeoutMs) ms")
+                return Asked(result: .failed(code: error.code.description, message: error.message), milliseconds: elapsed(), error: error)
+            }
             return Asked(result: result(answer), milliseconds: elapsed(), error: nil)
         } catch let error as ResolutionError {
             return Asked(result: .failed(code: error.code.description, message: error.message), milliseconds: elapsed(), error: error)
@@ -246,6 +260,9 @@ enum CertificateProbe {
 
     static func read(_ endpoint: ServiceEndpoint, settings: HealthSettings, tls: TLSConfiguration) async -> Outcome {
         let notAfter = Mutex<time_t?>(nil)
+        var tls = tls
+        // A server that never confirms the close must not hold the probe past its time (NIOSSL waits 5 s).
+        tls.shutdownTimeout = .milliseconds(Int64(min(settings.timeoutMs, 250)))
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
@@ -266,8 +283,8 @@ enum CertificateProbe {
         let url = "https://\(host):\(endpoint.port)\(endpoint.path)/healthz"
         let outcome: Outcome
         do {
-            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .milliseconds(Int64(settings.timeoutMs)))
-            _ = try? await response.body.collect(upTo: 64 * 1024)
+            // The head is the answer: the body is not read, so a slow one cannot hold the probe.
+            _ = try await client.execute(HTTPClientRequest(url: url), timeout: .milliseconds(Int64(settings.timeoutMs)))
             let days = notAfter.withLock { $0 }.map { Int(((Double($0) - Date().timeIntervalSince1970) / 86_400).rounded(.down)) }
             outcome = .accepted(daysLeft: days)
         } catch {

@@ -68,6 +68,8 @@ struct HealthReport: Sendable {
         var source: String
         var trusted: Bool
         var result: Result
+        /// The guard's verdict on a DNS server's answer; nil for a service's, or no answer.
+        var verdict: HijackVerdict? = nil
     }
 
     struct Probe: Sendable {
@@ -130,8 +132,11 @@ struct HealthReport: Sendable {
         for server in dnsServers where !server.reachable {
             reasons.append("\(server.address) is unreachable: \(server.error ?? "no answer")")
         }
-        for probe in probes where probe.verdict.level != .ok {
-            reasons.append("hijack \(probe.verdict.level == .hijacked ? "detected" : "suspected") for \(probe.host) at \(probe.verdictSource ?? "?"): \(probe.verdict.reason)")
+        for probe in probes {
+            for answer in probe.answers {
+                guard let verdict = answer.verdict, verdict.level != .ok else { continue }
+                reasons.append("hijack \(verdict.level == .hijacked ? "detected" : "suspected") for \(probe.host) at \(answer.source): \(verdict.reason)")
+            }
         }
         return reasons
     }
@@ -215,6 +220,9 @@ struct HealthReport: Sendable {
         case .noData: members += [("result", .string("nodata")), ("addresses", .array([]))]
         case .failed(let code, let message):
             members += [("result", .string("error")), ("addresses", .array([])), ("error", .object([("code", .string(code)), ("message", .string(message))]))]
+        }
+        if let verdict = answer.verdict {
+            members.append(("verdict", .object([("level", .string(verdict.level.rawValue)), ("reason", .string(verdict.reason.description))])))
         }
         return .object(members)
     }
