@@ -119,19 +119,7 @@ final class CAresEventLoop: @unchecked Sendable {
     /// - Throws: `CancellationError` when the task is cancelled first (the query itself runs to its end).
     func getAddressInfo(_ name: String, families: AddressFamilies) async throws -> Result<CAresAddresses, CAresStatus> {
         let request = LookupRequest(name: name, families: families)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                submit(request) { result in
-                    if case .failure(let status) = result, status == .cancelledByCaller {
-                        continuation.resume(throwing: CancellationError())
-                    } else {
-                        continuation.resume(returning: result)
-                    }
-                }
-            }
-        } onCancel: {
-            request.completion.cancel()
-        }
+        return try await result(of: request, request.completion)
     }
 
     /// Sends `message` (a DNS query, whose ID c-ares replaces with one of its own) on the event thread.
@@ -139,9 +127,14 @@ final class CAresEventLoop: @unchecked Sendable {
     /// - Throws: `CancellationError` when the task is cancelled first (the query itself runs to its end).
     func send(_ message: [UInt8]) async throws -> Result<[UInt8], CAresStatus> {
         let query = MessageQuery(message: message)
-        return try await withTaskCancellationHandler {
+        return try await result(of: query, query.completion)
+    }
+
+    /// Submits `query` and waits for it; cancelling the task completes it with `CancellationError`.
+    private func result<Value: Sendable>(of query: some CAresQuery, _ once: OnceCompletion<Value>) async throws -> Result<Value, CAresStatus> {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                submit(query, completion: query.completion) { result in
+                submit(query, completion: once) { result in
                     if case .failure(let status) = result, status == .cancelledByCaller {
                         continuation.resume(throwing: CancellationError())
                     } else {
@@ -150,7 +143,7 @@ final class CAresEventLoop: @unchecked Sendable {
                 }
             }
         } onCancel: {
-            query.completion.cancel()
+            once.cancel()
         }
     }
 
