@@ -8,7 +8,7 @@ import Logging
 /// the TTL of an answer is the smallest along its CNAME chain and its records.
 ///
 /// Call ``shutdown()`` when done: it ends the thread and closes every socket the channel opened.
-public final class CAresSource: ResolutionSource {
+public final class CAresSource: ResolutionSource, MessageRelaying {
     /// How to reach the DNS servers.
     public struct Configuration: Sendable, Hashable {
         /// The transport to the DNS servers.

@@ -1,6 +1,8 @@
 /// A dictionary that remembers the order in which its entries were last used, so the least recently used can be
 /// evicted in O(1). Nodes live in one array linked by index, so a hit costs one hash lookup and a few stores.
-struct LRUStorage<Key: Hashable, Value> {
+package struct LRUStorage<Key: Hashable, Value> {
+    package init() {}
+
     private struct Node {
         var key: Key?
         var value: Value?
@@ -14,10 +16,10 @@ struct LRUStorage<Key: Hashable, Value> {
     private var newest = -1
     private var oldest = -1
 
-    var count: Int { slots.count }
+    package var count: Int { slots.count }
 
     /// Every entry, from the most recently used to the least.
-    func forEachNewestFirst(_ body: (Key, Value) -> Void) {
+    package func forEachNewestFirst(_ body: (Key, Value) -> Void) {
         var slot = newest
         while slot >= 0 {
             let node = nodes[slot]
@@ -27,25 +29,25 @@ struct LRUStorage<Key: Hashable, Value> {
     }
 
     /// The slot of `key`, without marking it used.
-    func slot(of key: Key) -> Int? { slots[key] }
+    package func slot(of key: Key) -> Int? { slots[key] }
 
     /// The value in `slot`.
-    func value(at slot: Int) -> Value { nodes[slot].value! }
+    package func value(at slot: Int) -> Value { nodes[slot].value! }
 
     /// Changes the value in `slot` in place, without marking it used.
-    mutating func modify<R>(at slot: Int, _ body: (inout Value) -> R) -> R {
+    package mutating func modify<R>(at slot: Int, _ body: (inout Value) -> R) -> R {
         body(&nodes[slot].value!)
     }
 
     /// Marks `slot` as the most recently used.
-    mutating func touch(_ slot: Int) {
+    package mutating func touch(_ slot: Int) {
         guard slot != newest else { return }
         unlink(slot)
         linkAsNewest(slot)
     }
 
     /// Inserts or replaces the value for `key` and marks it the most recently used.
-    mutating func set(_ value: Value, for key: Key) {
+    package mutating func set(_ value: Value, for key: Key) {
         if let slot = slots[key] {
             nodes[slot].value = value
             touch(slot)
@@ -65,13 +67,13 @@ struct LRUStorage<Key: Hashable, Value> {
 
     /// Removes the value for `key`, if there is one.
     @discardableResult
-    mutating func remove(_ key: Key) -> Value? {
+    package mutating func remove(_ key: Key) -> Value? {
         guard let slot = slots.removeValue(forKey: key) else { return nil }
         return release(slot)
     }
 
     /// Removes and returns the least recently used entry.
-    mutating func removeOldest() -> (key: Key, value: Value)? {
+    package mutating func removeOldest() -> (key: Key, value: Value)? {
         guard oldest >= 0 else { return nil }
         let slot = oldest
         let key = nodes[slot].key!
@@ -79,7 +81,7 @@ struct LRUStorage<Key: Hashable, Value> {
         return (key, release(slot))
     }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         self = LRUStorage()
     }
 

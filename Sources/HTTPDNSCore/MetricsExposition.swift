@@ -18,6 +18,7 @@ public enum MetricsExposition {
         "httpdns_fallbacks_total": "Lookups the trusted source failed and a fallback source was asked, by from and to.",
         "httpdns_hijack_suspected_total": "Local resolver answers the hijack guard did not call ok, by reason.",
         "httpdns_network_changes_total": "Network changes reported to the resolver, each emptying its caches.",
+        "httpdns_relayed_lookups_total": "DoH lookups of types other than A and AAAA, relayed upstream, by result: hit, miss, stale, failed.",
         "httpdns_interceptor_requests_total": "Requests through the interceptor by outcome: ok, passed, or the error's code.",
         "httpdns_connect_failovers_total": "Connections the interceptor failed to make to one address before trying the next.",
         "httpdns_interceptor_retries_total": "Idempotent requests the interceptor sent again after their HTTP/2 stream ended unanswered.",

@@ -99,3 +99,12 @@ public protocol BatchResolutionSource: ResolutionSource {
     /// - Throws: ``ResolutionError`` when the request as a whole failed; the cache then asks name by name.
     func queryBatch(_ hosts: [HostName], families: AddressFamilies) async throws(ResolutionError) -> [HostName: SourceAnswer]
 }
+
+/// A source that also relays DNS messages of any type as they are: what a resolver of every type (the service's
+/// DoH endpoint) forwards what it does not parse through. `CAresSource` is one.
+public protocol MessageRelaying: Sendable {
+    /// Sends `query` upstream as it is and returns the answer as it came: every section kept. The answer's ID may
+    /// be the relay's own, not the query's.
+    /// - Throws: ``ResolutionError`` when no answer came.
+    func send(_ query: [UInt8]) async throws -> [UInt8]
+}

@@ -10,6 +10,8 @@ import NIOCore
 struct DoHAPI: Sendable {
     let resolver: ResolverCache
     let configuration: HTTPDNSServerConfiguration
+    /// Every type besides A and AAAA, relayed upstream; nil when the resolver's source cannot relay (REFUSED then).
+    let relay: RelayedAnswers?
 
     static let messageType = "application/dns-message"
     static let jsonType = "application/dns-json"
@@ -23,6 +25,7 @@ struct DoHAPI: Sendable {
     /// must be asked or the request is not a valid one (``get(_:)`` answers both).
     func cachedGet(_ parameters: some QueryParameters) -> Reply? {
         guard let question = try? Self.getQuestion(parameters) else { return nil }
+        if case .wire(_, .relay) = question { return nil }
         guard let target = question.target else { return question.reply(nil) }
         return cachedLookUp(target.host, target.family).map(question.reply)
     }
@@ -68,6 +71,9 @@ struct DoHAPI: Sendable {
     }
 
     private func answer(_ question: Question) async -> Reply {
+        if case .wire(let query, .relay(let asked)) = question, let relay {
+            return Self.relayReply(query, await relay.answer(asked))
+        }
         guard let target = question.target else { return question.reply(nil) }
         return question.reply(await lookUp(target.host, target.family))
     }
@@ -105,8 +111,8 @@ struct DoHAPI: Sendable {
         return .wire(message, classify(message.opcode, message.questions.count, message.questions.first))
     }
 
-    /// The response message; `outcome` is the lookup's for a `.resolve` question, unused for the others.
-    private static func wireReply(_ query: DNSMessage, _ kind: QuestionKind, _ outcome: Outcome?) -> Reply {
+    /// The response to `query`: its ID and question, with the flags the service sets.
+    private static func response(to query: DNSMessage) -> DNSMessage {
         var message = query
         message.isResponse = true
         message.recursionAvailable = true
@@ -116,13 +122,20 @@ struct DoHAPI: Sendable {
         message.authenticData = false
         message.checkingDisabled = false
         if message.questions.count > 1 { message.questions = [message.questions[0]] }
+        return message
+    }
+
+    /// The response message; `outcome` is the lookup's for a `.resolve` question, unused for the others.
+    private static func wireReply(_ query: DNSMessage, _ kind: QuestionKind, _ outcome: Outcome?) -> Reply {
+        var message = response(to: query)
         var maxAge: UInt32 = 0
         switch kind {
         case .formatError:
             message.responseCode = .formatError
         case .notImplemented:
             message.responseCode = .notImplemented
-        case .refused:
+        case .refused, .relay:
+            // A type the service would relay, without a source that relays: not this service's to answer.
             message.responseCode = .refused
         case .resolve:
             let outcome = outcome!
@@ -131,12 +144,41 @@ struct DoHAPI: Sendable {
             message.answers = outcome.addresses.map { DNSMessage.Record(name: name, address: $0, ttlSeconds: outcome.ttlSeconds) }
             maxAge = outcome.ttlSeconds
         }
+        return encodedReply(message, maxAge: maxAge)
+    }
+
+    /// The upstream's answer for a relayed type under the client's ID and question: every section kept, each TTL
+    /// counted down by the answer's age in the cache (or the stale TTL for a stale answer).
+    private static func relayReply(_ query: DNSMessage, _ outcome: RelayedAnswers.Outcome) -> Reply {
+        var message = response(to: query)
+        switch outcome {
+        case .failure:
+            message.responseCode = .serverFailure
+            return encodedReply(message, maxAge: 0)
+        case .answer(let upstream, let age, let ttlLeft, let stale):
+            func aged(_ record: DNSMessage.Record) -> DNSMessage.Record {
+                var record = record
+                record.ttlSeconds = stale ? min(record.ttlSeconds, ttlLeft) : record.ttlSeconds - min(age, record.ttlSeconds)
+                return record
+            }
+            message.responseCode = upstream.responseCode
+            message.answers = upstream.answers.map(aged)
+            message.authorities = upstream.authorities.map(aged)
+            message.additionals = upstream.additionals.map(aged)
+            return encodedReply(message, maxAge: ttlLeft)
+        }
+    }
+
+    private static func encodedReply(_ message: DNSMessage, maxAge: UInt32) -> Reply {
+        var message = message
         let bytes: [UInt8]
         do {
             bytes = try message.encoded()
         } catch {
             // Only an answer too large for one DNS message gets here: SERVFAIL, as a resolver would say it.
             message.answers = []
+            message.authorities = []
+            message.additionals = []
             message.responseCode = .serverFailure
             bytes = (try? message.encoded()) ?? []
         }
@@ -150,6 +192,8 @@ struct DoHAPI: Sendable {
     private enum QuestionKind {
         case formatError, notImplemented, refused
         case resolve(HostName, AddressFamily)
+        /// Any other type of class IN: relayed upstream as it is.
+        case relay(DNSMessage.Question)
     }
 
     private static func classify(_ opcode: UInt8, _ count: Int, _ question: DNSMessage.Question?) -> QuestionKind {
@@ -159,7 +203,7 @@ struct DoHAPI: Sendable {
         switch question.type {
         case .a: family = .ipv4
         case .aaaa: family = .ipv6
-        default: return .notImplemented
+        default: return .relay(question)
         }
         // Names that are not host names (underscores, IP literals) are not ours to answer.
         guard let host = try? HostName(question.name) else { return .refused }

@@ -39,7 +39,15 @@ public struct HTTPDNSService: Sendable {
         self.metrics = metrics
         self.unixTime = unixTime
         native = NativeAPI(resolver: resolver, configuration: configuration)
-        doh = DoHAPI(resolver: resolver, configuration: configuration)
+        let relay = (resolver.source as? any MessageRelaying).map { source in
+            var relayed = RelayedAnswers.Configuration()
+            relayed.minTTLSeconds = resolver.configuration.minTTLSeconds
+            relayed.maxTTLSeconds = resolver.configuration.maxTTLSeconds
+            relayed.negativeTTLSeconds = resolver.configuration.negativeTTLSeconds
+            relayed.maxStaleSeconds = resolver.configuration.maxStaleSeconds
+            return RelayedAnswers(relay: source, clock: clock, configuration: relayed)
+        }
+        doh = DoHAPI(resolver: resolver, configuration: configuration, relay: relay)
         admission = Admission(configuration: configuration, clock: clock)
     }
 

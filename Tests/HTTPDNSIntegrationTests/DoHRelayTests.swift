@@ -1,0 +1,86 @@
+import Foundation
+import HTTPDNSTesting
+import Testing
+
+/// The service's DoH endpoint for every type besides A and AAAA: relayed to a real dnsmasq through c-ares, asked by
+/// kdig over HTTP/2, a client none of us wrote.
+@Suite("DoH for every type, through kdig", .timeLimit(.minutes(2)))
+struct DoHRelayTests {
+    static let records = [
+        "mx-host=mail.test,mx1.mail.test,10",
+        #"txt-record=txt.test,"v=spf1 -all""#,
+        "srv-host=_sip._tcp.srv.test,sip.srv.test,5060,1,5",
+        "host-record=real.test,192.0.2.9,300",
+        "cname=alias.test,real.test",
+        "local-ttl=60",
+    ]
+
+    static func tool(_ name: String) throws -> String {
+        try #require(ChildProcess.find(name), "\(name) is missing: run scripts/install-deps.sh")
+    }
+
+    func withService(_ body: (_ port: Int, _ certificate: String, _ dns: DNSMasqServer) async throws -> Void) async throws {
+        try await withDNSMasq(records: Self.records) { dns in
+            try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { certificate, key in
+                let server = try await ServiceProcess.start(
+                    ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
+                    environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
+                )
+                defer { server.stop() }
+                try await body(server.port, certificate, dns)
+            }
+        }
+    }
+
+    func kdig(_ port: Int, _ certificate: String, _ query: [String]) async throws -> ChildProcess.Completion {
+        try await ChildProcess.run(
+            executable: try Self.tool("kdig"),
+            arguments: ["@127.0.0.1", "-p", "\(port)", "+https=/dns-query", "+tls-ca=\(certificate)"] + query
+        )
+    }
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        let query: [String]
+        let status: String
+        let answer: String?
+        var testDescription: String { query.joined(separator: " ") }
+    }
+
+    static let cases: [Case] = [
+        Case(query: ["mail.test", "MX"], status: "NOERROR", answer: "MX\t10 mx1.mail.test."),
+        Case(query: ["txt.test", "TXT"], status: "NOERROR", answer: "TXT\t\"v=spf1 -all\""),
+        Case(query: ["_sip._tcp.srv.test", "SRV"], status: "NOERROR", answer: "SRV\t1 5 5060 sip.srv.test."),
+        Case(query: ["alias.test", "CNAME"], status: "NOERROR", answer: "CNAME\treal.test."),
+        // A type dnsmasq knows of but has no record of (HTTPS), and one it does not know at all.
+        Case(query: ["real.test", "TYPE65"], status: "NOERROR", answer: nil),
+        Case(query: ["real.test", "TYPE65280"], status: "NOERROR", answer: nil),
+        Case(query: ["nosuch.test", "MX"], status: "NXDOMAIN", answer: nil),
+    ]
+
+    @Test func everyTypeIsRelayed() async throws {
+        try await withService { port, certificate, _ in
+            for test in Self.cases {
+                let run = try await kdig(port, certificate, test.query)
+                #expect(run.status == .exited(0), "\(test.query): \(run)")
+                #expect(run.stdout.contains("status: \(test.status)"), "\(test.query): \(run.stdout)")
+                #expect(run.stdout.contains("HTTP/2"), "\(run.stdout)")
+                if let answer = test.answer {
+                    #expect(run.stdout.contains(answer), "\(test.query): \(run.stdout)")
+                } else {
+                    #expect(run.stdout.contains("ANSWER: 0"), "\(test.query): \(run.stdout)")
+                }
+            }
+        }
+    }
+
+    /// A second client is answered from the cache: dnsmasq sees the question once.
+    @Test func aRelayedAnswerIsCached() async throws {
+        try await withService { port, certificate, dns in
+            for _ in 0..<3 {
+                let run = try await kdig(port, certificate, ["mail.test", "MX"])
+                #expect(run.stdout.contains("MX\t10 mx1.mail.test."), "\(run.stdout)")
+            }
+            #expect(try dns.queryCount("mail.test", type: "MX") == 1)
+        }
+    }
+}

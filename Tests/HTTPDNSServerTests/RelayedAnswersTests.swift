@@ -1,0 +1,149 @@
+import HTTPDNSCore
+import HTTPDNSTesting
+import HTTPDNSWire
+import Synchronization
+import Testing
+
+@testable import HTTPDNSServer
+
+/// The cache of relayed answers, over a scripted relay and a manual clock: the TTLs it keeps, what it asks upstream,
+/// and what it serves when the upstream fails.
+@Suite struct RelayedAnswersTests {
+    /// Answers each query with the next scripted reply (or failure), counting what it was asked.
+    final class ScriptedRelay: MessageRelaying {
+        enum Reply: Sendable {
+            case message(DNSMessage)
+            case failure(ResolutionError)
+        }
+
+        private let replies: Mutex<[Reply]>
+        let asked = Mutex(0)
+        /// Holds every query until opened, so that concurrent lookups can pile up on one.
+        let gate: AsyncStream<Void>
+        private let opener: AsyncStream<Void>.Continuation
+
+        init(_ replies: [Reply], gated: Bool = false) {
+            self.replies = Mutex(replies)
+            (gate, opener) = AsyncStream.makeStream()
+            if !gated { opener.finish() }
+        }
+
+        func open() { opener.finish() }
+
+        func send(_ query: [UInt8]) async throws -> [UInt8] {
+            asked.withLock { $0 += 1 }
+            for await _ in gate {}
+            let reply = replies.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            let question = try DNSMessage(parsingQuery: query).questions
+            switch reply {
+            case .message(var message)?:
+                message.questions = question
+                return try message.encoded()
+            case .failure(let error)?:
+                throw error
+            case nil:
+                throw ResolutionError(.timeout, "no reply scripted")
+            }
+        }
+    }
+
+    static let question = DNSMessage.Question(name: "mail.test", type: .mx)
+
+    static func answer(ttl: UInt32) -> DNSMessage {
+        DNSMessage(
+            id: 7, isResponse: true, questions: [question],
+            answers: [.init(name: "mail.test", type: .mx, ttlSeconds: ttl, data: [0, 10, 2, 109, 120, 0])]
+        )
+    }
+
+    static func negative(soaTTL: UInt32, minimum: UInt32) -> DNSMessage {
+        var message = DNSMessage(id: 7, isResponse: true, responseCode: .nameError, questions: [question])
+        let names: [UInt8] = [2, 110, 115, 0, 4, 104, 111, 115, 116, 0]
+        let counts: [UInt32] = [1, 3600, 600, 86_400, minimum]
+        message.authorities = [.init(name: "test", type: .soa, ttlSeconds: soaTTL, data: names + counts.flatMap { value in (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } })]
+        return message
+    }
+
+    @Test func anAnswerIsKeptForItsTTLCountingDown() async throws {
+        let relay = ScriptedRelay([.message(Self.answer(ttl: 60)), .message(Self.answer(ttl: 60))])
+        let clock = ManualMonotonicClock()
+        let cache = RelayedAnswers(relay: relay, clock: clock)
+        guard case .answer(_, 0, 60, false) = await cache.answer(Self.question) else { Issue.record("first"); return }
+        clock.advance(seconds: 25)
+        guard case .answer(let message, 25, 35, false) = await cache.answer(Self.question) else { Issue.record("second"); return }
+        #expect(message.answers.first?.ttlSeconds == 60, "the record as it came; the reply counts it down")
+        #expect(relay.asked.withLock { $0 } == 1)
+        clock.advance(seconds: 40)
+        guard case .answer(_, 0, 60, false) = await cache.answer(Self.question) else { Issue.record("after expiry"); return }
+        #expect(relay.asked.withLock { $0 } == 2)
+    }
+
+    @Test func aNegativeAnswerIsKeptForItsSOAsNegativeTTL() async throws {
+        let relay = ScriptedRelay([.message(Self.negative(soaTTL: 900, minimum: 120))])
+        let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock())
+        guard case .answer(let message, _, 120, false) = await cache.answer(Self.question) else { Issue.record("negative"); return }
+        #expect(message.responseCode == .nameError)
+        #expect(message.authorities.map(\.type) == [.soa], "the SOA is kept for the client")
+    }
+
+    @Test func aFailureIsRelayedNeverKept() async throws {
+        var servfail = Self.answer(ttl: 60)
+        servfail.responseCode = .serverFailure
+        servfail.answers = []
+        let relay = ScriptedRelay([.message(servfail), .message(Self.answer(ttl: 60))])
+        let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock())
+        guard case .answer(let first, _, 0, false) = await cache.answer(Self.question) else { Issue.record("servfail"); return }
+        #expect(first.responseCode == .serverFailure)
+        guard case .answer(let second, _, 60, false) = await cache.answer(Self.question) else { Issue.record("then"); return }
+        #expect(second.responseCode == .noError)
+    }
+
+    @Test func manyAtOnceAskUpstreamOnce() async throws {
+        let relay = ScriptedRelay([.message(Self.answer(ttl: 60))], gated: true)
+        let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock())
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    if case .answer = await cache.answer(Self.question) { return true }
+                    return false
+                }
+            }
+            // Every lookup has joined the one flight once the relay has been asked: then let it answer.
+            while relay.asked.withLock({ $0 }) == 0 { await Task.yield() }
+            relay.open()
+            var answered = 0
+            for try await ok in group where ok { answered += 1 }
+            #expect(answered == 50)
+        }
+        #expect(relay.asked.withLock { $0 } == 1)
+    }
+
+    /// The byte bound: answers past it push out the least recently used, whatever the entry count allows.
+    @Test func answersAreKeptWithinTheByteBound() async throws {
+        let names = (0..<4).map { "n\($0).test" }
+        let relay = ScriptedRelay(names.map { _ in .message(Self.answer(ttl: 60)) } + [.message(Self.answer(ttl: 60))])
+        var configuration = RelayedAnswers.Configuration()
+        let size = try Self.answer(ttl: 60).encoded().count
+        configuration.maxBytes = 3 * size
+        let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock(), configuration: configuration)
+        for name in names { _ = await cache.answer(.init(name: name, type: .mx)) }
+        #expect(relay.asked.withLock { $0 } == 4)
+        // n1 to n3 are kept; n0, the oldest, went to make room for n3.
+        _ = await cache.answer(.init(name: "n3.test", type: .mx))
+        #expect(relay.asked.withLock { $0 } == 4)
+        _ = await cache.answer(.init(name: "n0.test", type: .mx))
+        #expect(relay.asked.withLock { $0 } == 5)
+    }
+
+    @Test func anExpiredAnswerIsServedStaleWhileTheUpstreamFails() async throws {
+        let relay = ScriptedRelay([.message(Self.answer(ttl: 60)), .failure(ResolutionError(.timeout, "silent"))])
+        let clock = ManualMonotonicClock()
+        let cache = RelayedAnswers(relay: relay, clock: clock)
+        _ = await cache.answer(Self.question)
+        clock.advance(seconds: 3600)
+        guard case .answer(_, 3600, 30, true) = await cache.answer(Self.question) else { Issue.record("stale"); return }
+        clock.advance(seconds: 86_400)
+        guard case .failure(let error) = await cache.answer(Self.question) else { Issue.record("past the stale window"); return }
+        #expect(error.code == .timeout)
+    }
+}
