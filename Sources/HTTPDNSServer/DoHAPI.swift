@@ -27,7 +27,10 @@ struct DoHAPI: Sendable {
         guard let question = try? Self.getQuestion(parameters) else { return nil }
         if case .wire(_, .relay) = question { return nil }
         guard let target = question.target else { return question.reply(nil) }
-        return cachedLookUp(target.host, target.family).map(question.reply)
+        guard let outcome = cachedLookUp(target.host, target.family) else { return nil }
+        // A negative wire answer carries the upstream's SOA, which the relay has: not answered here.
+        if case .wire = question, relay != nil, outcome.isNegative { return nil }
+        return question.reply(outcome)
     }
 
     private static func getQuestion(_ parameters: some QueryParameters) throws -> Question {
@@ -75,7 +78,16 @@ struct DoHAPI: Sendable {
             return Self.relayReply(query, await relay.answer(asked))
         }
         guard let target = question.target else { return question.reply(nil) }
-        return question.reply(await lookUp(target.host, target.family))
+        let outcome = await lookUp(target.host, target.family)
+        // NXDOMAIN or no data: the upstream's own answer, with its SOA in the authority section (RFC 2308), so the
+        // client knows how long to cache it. Without one (no relay, or it failed), the service's answer.
+        if case .wire(let query, _) = question, outcome.isNegative, let relay {
+            let relayed = await relay.answer(query.questions[0])
+            if case .answer(let upstream, _, _, _) = relayed, upstream.responseCode == outcome.code, upstream.answers.isEmpty {
+                return Self.relayReply(query, relayed)
+            }
+        }
+        return question.reply(outcome)
     }
 
     /// A request understood: the lookup it needs, if any, and how to answer once the lookup is done.
@@ -265,6 +277,9 @@ struct DoHAPI: Sendable {
         var code: DNSMessage.ResponseCode
         var addresses: [IPAddress]
         var ttlSeconds: UInt32
+
+        /// NXDOMAIN, or NOERROR without an address.
+        var isNegative: Bool { code == .nameError || (code == .noError && addresses.isEmpty) }
     }
 
     /// One family of `host` as DNS puts it: NOERROR with addresses (maybe none), NXDOMAIN, or SERVFAIL when the

@@ -73,6 +73,34 @@ struct DoHRelayTests {
         }
     }
 
+    /// NXDOMAIN and no data carry the upstream's SOA (RFC 2308), for A and AAAA (the service's own answers) and any
+    /// other type alike, so a client knows how long to cache them; unbound gives one, with the negative TTL 120.
+    @Test func negativeAnswersCarryTheUpstreamsSOA() async throws {
+        let zone = [
+            #"local-zone: "test." static"#,
+            #"local-data: "test. 300 IN SOA ns.test. hostmaster.test. 1 3600 600 86400 120""#,
+            #"local-data: "real.test. 300 IN A 192.0.2.9""#,
+        ]
+        try await withUnbound(lines: zone) { unbound in
+            try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { certificate, key in
+                let server = try await ServiceProcess.start(
+                    ["--upstream", unbound.address.description, "--tls-cert", certificate, "--tls-key", key],
+                    environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
+                )
+                defer { server.stop() }
+                for (query, status) in [(["nosuch.test", "A"], "NXDOMAIN"), (["real.test", "AAAA"], "NOERROR"), (["nosuch.test", "MX"], "NXDOMAIN")] {
+                    // Twice: the second from the caches, its SOA still there.
+                    for _ in 0..<2 {
+                        let run = try await kdig(server.port, certificate, query)
+                        #expect(run.stdout.contains("status: \(status)"), "\(query): \(run.stdout)")
+                        #expect(run.stdout.contains("AUTHORITY SECTION"), "\(query): \(run.stdout)")
+                        #expect(run.stdout.contains("IN\tSOA\tns.test. hostmaster.test. 1 3600 600 86400 120"), "\(query): \(run.stdout)")
+                    }
+                }
+            }
+        }
+    }
+
     /// A second client is answered from the cache: dnsmasq sees the question once.
     @Test func aRelayedAnswerIsCached() async throws {
         try await withService { port, certificate, dns in
