@@ -7,6 +7,7 @@
 #   nginx-light                 tests of the interceptor: a real HTTPS origin with name-based virtual hosts
 #   unbound, dnsperf, bind9-dnsutils   benchmarks: the local resolver, the load generator, dig
 #   with --bench also: wrk, dnsdist   the service's benchmarks
+#   dnspython[doh] (PyPI)       tests of the service: a DoH client none of us wrote
 set -euo pipefail
 packages=(libc-ares-dev pkg-config dnsmasq-base curl openssl knot-dnsutils nghttp2-client prometheus nginx-light unbound dnsperf bind9-dnsutils)
 if [ "${1:-}" = "--bench" ]; then packages+=(wrk dnsdist); fi
@@ -14,6 +15,11 @@ missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# A DoH client from PyPI for the tests, into the python3 on PATH.
+if ! python3 -c 'import dns.query, sys; sys.exit(0 if dns.query.have_doh else 1)' 2>/dev/null; then
+  echo "installing: dnspython[doh] (pip)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check 'dnspython[doh]>=2.6' >&2
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
