@@ -25,7 +25,10 @@ struct DoHAPI: Sendable {
     /// must be asked or the request is not a valid one (``get(_:)`` answers both).
     func cachedGet(_ parameters: some QueryParameters) -> Reply? {
         guard let question = try? Self.getQuestion(parameters) else { return nil }
-        if case .wire(_, .relay) = question { return nil }
+        switch question {
+        case .wire(_, .relay), .jsonRelay: return nil
+        default: break
+        }
         guard let target = question.target else { return question.reply(nil) }
         guard let outcome = cachedLookUp(target.host, target.family) else { return nil }
         // A negative wire answer carries the upstream's SOA, which the relay has: not answered here.
@@ -77,6 +80,9 @@ struct DoHAPI: Sendable {
         if case .wire(let query, .relay(let asked)) = question, let relay {
             return Self.relayReply(query, await relay.answer(asked))
         }
+        if case .jsonRelay(let asked) = question, let relay {
+            return Self.jsonRelayReply(asked, await relay.answer(asked), refused: false)
+        }
         guard let target = question.target else { return question.reply(nil) }
         let outcome = await lookUp(target.host, target.family)
         // NXDOMAIN or no data: the upstream's own answer, with its SOA in the authority section (RFC 2308), so the
@@ -94,11 +100,13 @@ struct DoHAPI: Sendable {
     private enum Question {
         case wire(DNSMessage, QuestionKind)
         case json(HostName, AddressFamily)
+        /// JSON DNS for any other type: relayed.
+        case jsonRelay(DNSMessage.Question)
 
         var target: (host: HostName, family: AddressFamily)? {
             switch self {
             case .wire(_, .resolve(let host, let family)), .json(let host, let family): (host, family)
-            case .wire: nil
+            case .wire, .jsonRelay: nil
             }
         }
 
@@ -106,6 +114,8 @@ struct DoHAPI: Sendable {
             switch self {
             case .wire(let message, let kind): DoHAPI.wireReply(message, kind, outcome)
             case .json(let host, let family): DoHAPI.jsonReply(host, family, outcome!)
+            // Answered by `jsonRelayReply`; here only without a source that relays.
+            case .jsonRelay(let question): DoHAPI.jsonRelayReply(question, .failure(ResolutionError(.refused, "no relay")), refused: true)
             }
         }
     }
@@ -225,19 +235,84 @@ struct DoHAPI: Sendable {
     // MARK: - JSON
 
     private static func jsonQuestion(name: Substring, type: Substring?) throws -> Question {
-        let family: AddressFamily
         switch type?.uppercased() {
-        case nil, "A", "1": family = .ipv4
-        case "AAAA", "28": family = .ipv6
-        default:
+        case nil, "A", "1": return .json(try NativeAPI.hostName(name), .ipv4)
+        case "AAAA", "28": return .json(try NativeAPI.hostName(name), .ipv6)
+        case let text?:
+            guard let recordType = DNSRecordType(presentation: text) else {
+                throw ServiceError(
+                    status: .badRequest,
+                    code: .invalidQuery,
+                    message: "type must be a type's name (MX, TXT …), its number (1 to 65535) or TYPEn; got '\(type ?? "")'",
+                    rejectionReason: "invalid_query"
+                )
+            }
+            return .jsonRelay(DNSMessage.Question(name: try dnsName(name), type: recordType))
+        }
+    }
+
+    /// A name to relay a question for: any DNS name (underscores allowed), not only a host name.
+    private static func dnsName(_ text: Substring) throws -> String {
+        let name = text.hasSuffix(".") ? text.dropLast() : text
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        let valid = !name.isEmpty && name.utf8.count <= 253
+            && labels.allSatisfy { !$0.isEmpty && $0.utf8.count <= 63 && $0.utf8.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\\") } }
+        guard valid else {
             throw ServiceError(
                 status: .badRequest,
-                code: .invalidQuery,
-                message: "type must be A, AAAA, 1 or 28; got '\(type ?? "")'",
-                rejectionReason: "invalid_query"
+                code: .invalidHost,
+                message: "name must be a DNS name: labels of 1 to 63 printable bytes, at most 253 in all",
+                rejectionReason: "invalid_host"
             )
         }
-        return .json(try NativeAPI.hostName(name), family)
+        return String(name)
+    }
+
+    /// JSON DNS for a relayed question: the upstream's records, each TTL counted down, in presentation form.
+    private static func jsonRelayReply(_ question: DNSMessage.Question, _ outcome: RelayedAnswers.Outcome, refused: Bool) -> Reply {
+        var members: [(String, JSON)] = []
+        var maxAge: UInt32 = 0
+        var code = DNSMessage.ResponseCode.serverFailure
+        var sections: [(String, [DNSMessage.Record])] = []
+        if refused {
+            code = .refused
+        } else if case .answer(let upstream, let age, let ttlLeft, let stale) = outcome {
+            code = upstream.responseCode
+            maxAge = ttlLeft
+            func aged(_ record: DNSMessage.Record) -> DNSMessage.Record {
+                var record = record
+                record.ttlSeconds = stale ? min(record.ttlSeconds, ttlLeft) : record.ttlSeconds - min(age, record.ttlSeconds)
+                return record
+            }
+            sections = [("Answer", upstream.answers.map(aged)), ("Authority", upstream.authorities.map(aged))]
+        }
+        members += [
+            ("Status", .integer(Int(code.rawValue))),
+            ("TC", .bool(false)), ("RD", .bool(true)), ("RA", .bool(true)), ("AD", .bool(false)), ("CD", .bool(false)),
+            ("Question", .array([.object([("name", .string(question.name + ".")), ("type", .integer(Int(question.type.rawValue)))])])),
+        ]
+        for (section, records) in sections where !records.isEmpty {
+            members.append(
+                (
+                    section,
+                    .array(
+                        records.map { record in
+                            .object([
+                                ("name", .string(record.name.hasSuffix(".") ? record.name : record.name + ".")),
+                                ("type", .integer(Int(record.type.rawValue))),
+                                ("TTL", .integer(Int(record.ttlSeconds))),
+                                ("data", .string(RecordPresentation.text(record))),
+                            ])
+                        }
+                    )
+                )
+            )
+        }
+        return Reply(
+            contentType: Self.jsonType,
+            cacheControl: code == .serverFailure ? .noStore : .maxAge(maxAge),
+            body: ByteBuffer(string: JSON.object(members).text)
+        )
     }
 
     private static func jsonReply(_ host: HostName, _ family: AddressFamily, _ outcome: Outcome) -> Reply {

@@ -81,6 +81,20 @@ struct DNSPythonDoHTests {
                     #expect(authority(negative).first?.hasSuffix("IN SOA ns.test. hostmaster.test. 1 3600 600 86400 120") == true, "\(negative): \(answers)")
                 }
                 #expect(answers.values.allSatisfy { $0["id"] as? Bool == true }, "every answer carries its query's ID")
+
+                // JSON DNS, through curl: the same answers in presentation form.
+                let curl = try #require(ChildProcess.find("curl"))
+                for (query, expected) in [
+                    ("name=mail.test&type=MX", #""type":15,"TTL":300,"data":"10 mx1.mail.test.""#),
+                    ("name=_sip._tcp.srv.test&type=33", #""data":"1 5 5060 sip.srv.test.""#),
+                    ("name=txt.test&type=txt", #""data":"\"v=spf1 -all\"""#),
+                    ("name=nosuch.test&type=MX", #""Authority":[{"name":"test.","type":6,"TTL":120,"data":"ns.test. hostmaster.test. 1 3600 600 86400 120"}]"#),
+                ] {
+                    let json = try await ChildProcess.run(
+                        executable: curl, arguments: ["-s", "--cacert", certificate, "https://127.0.0.1:\(server.port)/dns-query?\(query)"]
+                    )
+                    #expect(json.stdout.contains(expected), "\(query): \(json.stdout)")
+                }
             }
         }
     }

@@ -211,8 +211,15 @@ import Testing
             let missing = try await client.execute(uri: "/dns-query?name=missing.example.test", method: .get)
             #expect(missing.text.hasPrefix(#"{"Status":3,"#))
             #expect(!missing.text.contains("Answer"))
-            let badType = try await client.execute(uri: "/dns-query?name=api.example.test&type=MX", method: .get)
-            #expect(badType.status == .badRequest)
+            // Another type is relayed; this service's source cannot relay, so it is refused (Status 5).
+            let otherType = try await client.execute(uri: "/dns-query?name=api.example.test&type=MX", method: .get)
+            #expect(otherType.status == .ok)
+            #expect(otherType.text.hasPrefix(#"{"Status":5,"#), "\(otherType.text)")
+            // A type that is none.
+            for type in ["BOGUS", "0", "65536", "TYPE"] {
+                let badType = try await client.execute(uri: "/dns-query?name=api.example.test&type=\(type)", method: .get)
+                #expect(badType.status == .badRequest, "\(type)")
+            }
         }
     }
 

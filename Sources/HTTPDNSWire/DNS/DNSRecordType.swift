@@ -41,21 +41,24 @@ public struct DNSRecordType: Sendable, Hashable, RawRepresentable, ExpressibleBy
         case characterString
     }
 
+    /// The mnemonics known here.
+    private static let mnemonics: [UInt16: String] = [
+        1: "A", 2: "NS", 5: "CNAME", 6: "SOA", 12: "PTR", 15: "MX", 16: "TXT", 28: "AAAA", 33: "SRV", 41: "OPT",
+        43: "DS", 48: "DNSKEY", 52: "TLSA", 64: "SVCB", 65: "HTTPS", 255: "ANY", 257: "CAA",
+    ]
+
     /// The mnemonic (`A`, `AAAA`, `HTTPS`) or `TYPE<n>` (RFC 3597 §5) for the others.
-    public var description: String {
-        switch rawValue {
-        case 1: "A"
-        case 2: "NS"
-        case 5: "CNAME"
-        case 6: "SOA"
-        case 12: "PTR"
-        case 15: "MX"
-        case 16: "TXT"
-        case 28: "AAAA"
-        case 33: "SRV"
-        case 41: "OPT"
-        case 65: "HTTPS"
-        default: "TYPE\(rawValue)"
+    public var description: String { Self.mnemonics[rawValue] ?? "TYPE\(rawValue)" }
+
+    /// A type as written: its mnemonic in any case, `TYPE<n>`, or a number; nil for anything else (0 included).
+    public init?(presentation text: some StringProtocol) {
+        let upper = text.uppercased()
+        if let known = Self.mnemonics.first(where: { $0.value == upper }) {
+            self.init(rawValue: known.key)
+        } else if let number = UInt16(upper.hasPrefix("TYPE") ? String(upper.dropFirst(4)) : upper), number > 0 {
+            self.init(rawValue: number)
+        } else {
+            return nil
         }
     }
 }
