@@ -2,6 +2,8 @@
 # The service under load, each figure a ratio against a reference server measured in the same run:
 #   /d cache hits over HTTP/1.1 keep-alive (wrk)   vs nginx returning the same JSON body
 #   RFC 8484 GET cache hits over HTTP/2 (h2load)   vs dnsdist's DoH frontend with its packet cache
+#   the same with mixed types: A, AAAA (no data), MX, TXT, SRV, HTTPS (no data), NXDOMAIN; the service relays
+#   all but A and AAAA
 #   resident memory of httpdns under that load and after it
 # Everything listens on 127.0.0.x; dnsmasq is the upstream of both DNS servers. Needs Debian's wrk, nginx,
 # nghttp2-client (h2load), dnsdist, dnsmasq-base and openssl (scripts/install-deps.sh --bench installs them).
@@ -42,7 +44,7 @@ cpu_ticks() { # user + system CPU ticks of the given processes and their childre
   echo "$total"
 }
 
-# Upstream: dnsmasq with one name.
+# Upstream: dnsmasq with one name, and records of other types for the mixed run.
 cat > "$work/dnsmasq.conf" <<CONF
 port=25391
 listen-address=127.0.0.91
@@ -53,6 +55,10 @@ user=root
 local=/test/
 local=/invalid/
 host-record=bench.test,127.0.0.1,3600
+mx-host=bench.test,mx.bench.test,10
+txt-record=bench.test,"v=spf1 -all"
+srv-host=_sip._tcp.bench.test,sip.bench.test,5060,1,5
+local-ttl=3600
 CONF
 /usr/sbin/dnsmasq --no-daemon --conf-file="$work/dnsmasq.conf" 2>/dev/null &
 pids+=($!)
@@ -104,12 +110,23 @@ getPool(""):setCache(newPacketCache(10000, { maxTTL = 86400 }))
 CONF
 dnsdist --supervised --disable-syslog -C "$work/dnsdist.conf" >/dev/null 2>&1 &
 pids+=($!); dnsdist_pid=$!
-query=$(python3 -c "import base64,struct; q=struct.pack('>HHHHHH',0,0x100,1,0,0,0)+b''.join(bytes([len(l)])+l.encode() for l in 'bench.test'.split('.'))+b'\x00'+struct.pack('>HH',1,1); print(base64.urlsafe_b64encode(q).decode().rstrip('='))")
+# A DoH GET query (base64url) for NAME TYPE.
+doh_query() {
+  python3 -c "import base64,struct,sys; q=struct.pack('>HHHHHH',0,0x100,1,0,0,0)+b''.join(bytes([len(l)])+l.encode() for l in sys.argv[1].split('.'))+b'\x00'+struct.pack('>HH',int(sys.argv[2]),1); print(base64.urlsafe_b64encode(q).decode().rstrip('='))" "$1" "$2"
+}
+query=$(doh_query bench.test 1)
+mixed=("bench.test 1" "bench.test 28" "bench.test 15" "bench.test 16" "_sip._tcp.bench.test 33" "bench.test 65" "nosuch.bench.test 15")
+: > "$work/httpdns-uris"; : > "$work/dnsdist-uris"
+for question in "${mixed[@]}"; do
+  q=$(doh_query $question)
+  echo "https://127.0.0.1:18443/dns-query?dns=$q" >> "$work/httpdns-uris"
+  echo "https://127.0.0.1:18444/dns-query?dns=$q" >> "$work/dnsdist-uris"
+done
 wait_for "https://127.0.0.1:18444/dns-query?dns=$query"
 wait_for "https://127.0.0.1:18443/dns-query?dns=$query"
 
 wrk_rps() { wrk -t2 -c"$connections" -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
-h2_rps() { h2load -n 1000000000 -D "$seconds" -c "$connections" -m 10 -t 2 "$1" 2>/dev/null | awk '/finished in/ {print $4}'; }
+h2_rps() { h2load -n 1000000000 -D "$seconds" -c "$connections" -m 10 -t 2 "$@" 2>/dev/null | awk '/finished in/ {print $4}'; }
 
 # httpdns's runs sample its resident memory halfway through. Every run also counts the CPU time the server
 # spent (user + system, nginx's workers included), a figure less at the mercy of a busy machine than req/s.
@@ -130,13 +147,22 @@ httpdns_doh_ticks=$(( $(cpu_ticks "$tls_pid") - ticks_before ))
 ticks_before=$(cpu_ticks "$dnsdist_pid")
 dnsdist_doh=$(h2_rps "https://127.0.0.1:18444/dns-query?dns=$query")
 dnsdist_ticks=$(( $(cpu_ticks "$dnsdist_pid") - ticks_before ))
+# The mixed run: every question asked once first, so both answer from their caches.
+while read -r uri; do curl -s -o /dev/null --cacert "$work/cert.pem" "$uri"; done < "$work/httpdns-uris"
+while read -r uri; do curl -s -o /dev/null --cacert "$work/cert.pem" "$uri"; done < "$work/dnsdist-uris"
+ticks_before=$(cpu_ticks "$tls_pid")
+httpdns_mixed=$(h2_rps -i "$work/httpdns-uris")
+httpdns_mixed_ticks=$(( $(cpu_ticks "$tls_pid") - ticks_before ))
+ticks_before=$(cpu_ticks "$dnsdist_pid")
+dnsdist_mixed=$(h2_rps -i "$work/dnsdist-uris")
+dnsdist_mixed_ticks=$(( $(cpu_ticks "$dnsdist_pid") - ticks_before ))
 rss_after=$(rss_kib "$plain_pid")
 rss_tls_after=$(rss_kib "$tls_pid")
 
-python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" "$httpdns_ticks" "$nginx_ticks" "$httpdns_doh_ticks" "$dnsdist_ticks" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$httpdns_d" "$nginx_d" "$httpdns_doh" "$dnsdist_doh" "$rss_idle" "$rss_load" "$rss_after" "$rss_tls_load" "$rss_tls_after" "$seconds" "$connections" "$httpdns_ticks" "$nginx_ticks" "$httpdns_doh_ticks" "$dnsdist_ticks" "$(getconf CLK_TCK)" "$httpdns_mixed" "$dnsdist_mixed" "$httpdns_mixed_ticks" "$dnsdist_mixed_ticks" <<'PY'
 import sys
-d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections, d_ticks, nginx_ticks, doh_ticks, dnsdist_ticks, hz = sys.argv[1:]
-d, nginx, doh, dnsdist = (float(x.replace("k", "e3")) for x in (d, nginx, doh, dnsdist))
+d, nginx, doh, dnsdist, idle, load, after, tls_load, tls_after, seconds, connections, d_ticks, nginx_ticks, doh_ticks, dnsdist_ticks, hz, mixed, dnsdist_mixed, mixed_ticks, dnsdist_mixed_ticks = sys.argv[1:]
+d, nginx, doh, dnsdist, mixed, dnsdist_mixed = (float(x.replace("k", "e3")) for x in (d, nginx, doh, dnsdist, mixed, dnsdist_mixed))
 per_request_us = lambda ticks, rate: int(ticks) / int(hz) * 1e6 / (rate * int(seconds))
 mib = lambda kib: int(kib) / 1024
 print(f"service load, {seconds} s per run, {connections} connections, cache hits only")
@@ -144,5 +170,7 @@ print(f"  /d over HTTP/1.1 keep-alive (wrk):  httpdns {d:9.0f} req/s   nginx {ng
 print(f"     CPU per /d request:              httpdns {per_request_us(d_ticks, d):6.1f} us       nginx {per_request_us(nginx_ticks, nginx):6.1f} us       ratio {per_request_us(nginx_ticks, nginx) / per_request_us(d_ticks, d):.2f}x")
 print(f"  DoH GET over HTTP/2 (h2load -m 10): httpdns {doh:9.0f} req/s   dnsdist {dnsdist:9.0f} req/s   ratio {doh / dnsdist:.2f}x  (target >= 1.00x)")
 print(f"     CPU per DoH request:             httpdns {per_request_us(doh_ticks, doh):6.1f} us       dnsdist {per_request_us(dnsdist_ticks, dnsdist):6.1f} us       ratio {per_request_us(dnsdist_ticks, dnsdist) / per_request_us(doh_ticks, doh):.2f}x")
+print(f"  DoH GET, mixed types (A, AAAA, MX, TXT, SRV, HTTPS, NXDOMAIN): httpdns {mixed:9.0f} req/s   dnsdist {dnsdist_mixed:9.0f} req/s   ratio {mixed / dnsdist_mixed:.2f}x")
+print(f"     CPU per mixed DoH request:       httpdns {per_request_us(mixed_ticks, mixed):6.1f} us       dnsdist {per_request_us(dnsdist_mixed_ticks, dnsdist_mixed):6.1f} us       ratio {per_request_us(dnsdist_mixed_ticks, dnsdist_mixed) / per_request_us(mixed_ticks, mixed):.2f}x")
 print(f"  httpdns resident memory: {mib(idle):.1f} MiB idle, {mib(load):.1f} MiB under wrk, {mib(after):.1f} MiB after; TLS instance {mib(tls_load):.1f} MiB under h2load, {mib(tls_after):.1f} MiB after")
 PY

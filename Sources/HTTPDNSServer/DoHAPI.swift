@@ -89,7 +89,7 @@ struct DoHAPI: Sendable {
         // client knows how long to cache it. Without one (no relay, or it failed), the service's answer.
         if case .wire(let query, _) = question, outcome.isNegative, let relay {
             let relayed = await relay.answer(query.questions[0])
-            if case .answer(let upstream, _, _, _) = relayed, upstream.responseCode == outcome.code, upstream.answers.isEmpty {
+            if case .answer(let upstream, _, _, _) = relayed, upstream.responseCode == outcome.code.rawValue, upstream.bytes[6] == 0, upstream.bytes[7] == 0 {
                 return Self.relayReply(query, relayed)
             }
         }
@@ -169,26 +169,46 @@ struct DoHAPI: Sendable {
         return encodedReply(message, maxAge: maxAge)
     }
 
-    /// The upstream's answer for a relayed type under the client's ID and question: every section kept, each TTL
-    /// counted down by the answer's age in the cache (or the stale TTL for a stale answer).
+    /// The upstream's answer for a relayed type under the client's ID: its bytes as they came, every section kept,
+    /// with the ID, the flags the service sets, and each TTL counted down by the answer's age in the cache (or the
+    /// stale TTL for a stale answer). An EDNS OPT record is added when the client sent one and the answer has none.
     private static func relayReply(_ query: DNSMessage, _ outcome: RelayedAnswers.Outcome) -> Reply {
-        var message = response(to: query)
-        switch outcome {
-        case .failure:
+        guard case .answer(let upstream, let age, let ttlLeft, let stale) = outcome else {
+            var message = response(to: query)
             message.responseCode = .serverFailure
             return encodedReply(message, maxAge: 0)
-        case .answer(let upstream, let age, let ttlLeft, let stale):
-            func aged(_ record: DNSMessage.Record) -> DNSMessage.Record {
-                var record = record
-                record.ttlSeconds = stale ? min(record.ttlSeconds, ttlLeft) : record.ttlSeconds - min(age, record.ttlSeconds)
-                return record
-            }
-            message.responseCode = upstream.responseCode
-            message.answers = upstream.answers.map(aged)
-            message.authorities = upstream.authorities.map(aged)
-            message.additionals = upstream.additionals.map(aged)
-            return encodedReply(message, maxAge: ttlLeft)
         }
+        var bytes = agedBytes(upstream, age: age, ttlLeft: ttlLeft, stale: stale)
+        bytes[0] = UInt8(truncatingIfNeeded: query.id >> 8)
+        bytes[1] = UInt8(truncatingIfNeeded: query.id)
+        // QR, the opcode as it came (QUERY), RD as the client asked; RA, and the upstream's response code. Not
+        // authoritative, never truncated over HTTP, no DNSSEC claims.
+        bytes[2] = 0x80 | (bytes[2] & 0x78) | (query.recursionDesired ? 0x01 : 0)
+        bytes[3] = 0x80 | (bytes[3] & 0x0F)
+        if query.hasEDNS, !upstream.hasEDNS {
+            // OPT: root owner, type 41, payload 1232, no extended code, version 0, no flags, no options.
+            bytes += [0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]
+            let additional = (Int(bytes[10]) << 8 | Int(bytes[11])) + 1
+            bytes[10] = UInt8(truncatingIfNeeded: additional >> 8)
+            bytes[11] = UInt8(truncatingIfNeeded: additional)
+        }
+        let code = DNSMessage.ResponseCode(rawValue: upstream.responseCode)
+        return Reply(
+            contentType: Self.messageType,
+            cacheControl: code == .serverFailure ? .noStore : .maxAge(ttlLeft),
+            body: ByteBuffer(bytes: bytes)
+        )
+    }
+
+    /// The answer's bytes with each TTL counted down by `age` (or, stale, at most `ttlLeft`).
+    static func agedBytes(_ answer: RelayedAnswers.Answer, age: UInt32, ttlLeft: UInt32, stale: Bool) -> [UInt8] {
+        var bytes = answer.bytes
+        for offset in answer.ttlOffsets {
+            let ttl = bytes[offset..<(offset + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let aged = stale ? min(ttl, ttlLeft) : ttl - min(age, ttl)
+            for index in 0..<4 { bytes[offset + index] = UInt8(truncatingIfNeeded: aged >> (24 - 8 * UInt32(index))) }
+        }
+        return bytes
     }
 
     private static func encodedReply(_ message: DNSMessage, maxAge: UInt32) -> Reply {
@@ -225,7 +245,7 @@ struct DoHAPI: Sendable {
         switch question.type {
         case .a: family = .ipv4
         case .aaaa: family = .ipv6
-        default: return .relay(question)
+        default: return RelayedAnswers.canRelay(question.name) ? .relay(question) : .refused
         }
         // Names that are not host names (underscores, IP literals) are not ours to answer.
         guard let host = try? HostName(question.name) else { return .refused }
@@ -277,14 +297,13 @@ struct DoHAPI: Sendable {
         if refused {
             code = .refused
         } else if case .answer(let upstream, let age, let ttlLeft, let stale) = outcome {
-            code = upstream.responseCode
+            code = DNSMessage.ResponseCode(rawValue: upstream.responseCode)
             maxAge = ttlLeft
-            func aged(_ record: DNSMessage.Record) -> DNSMessage.Record {
-                var record = record
-                record.ttlSeconds = stale ? min(record.ttlSeconds, ttlLeft) : record.ttlSeconds - min(age, record.ttlSeconds)
-                return record
+            if let message = try? DNSMessage(parsing: agedBytes(upstream, age: age, ttlLeft: ttlLeft, stale: stale)) {
+                sections = [("Answer", message.answers), ("Authority", message.authorities)]
+            } else {
+                code = .serverFailure
             }
-            sections = [("Answer", upstream.answers.map(aged)), ("Authority", upstream.authorities.map(aged))]
         }
         members += [
             ("Status", .integer(Int(code.rawValue))),

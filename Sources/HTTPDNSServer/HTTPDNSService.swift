@@ -44,7 +44,10 @@ public struct HTTPDNSService: Sendable {
             relayed.minTTLSeconds = resolver.configuration.minTTLSeconds
             relayed.maxTTLSeconds = resolver.configuration.maxTTLSeconds
             relayed.negativeTTLSeconds = resolver.configuration.negativeTTLSeconds
+            relayed.minNegativeTTLSeconds = resolver.configuration.minNegativeTTLSeconds
+            relayed.maxNegativeTTLSeconds = resolver.configuration.maxNegativeTTLSeconds
             relayed.maxStaleSeconds = resolver.configuration.maxStaleSeconds
+            relayed.staleTTLSeconds = resolver.configuration.staleAnswerTTLSeconds
             return RelayedAnswers(relay: source, clock: clock, configuration: relayed)
         }
         doh = DoHAPI(resolver: resolver, configuration: configuration, relay: relay)

@@ -6,14 +6,18 @@ import Synchronization
 /// Answers of every type the service does not resolve itself (DoH for types other than A and AAAA), relayed from the
 /// upstream as they came and cached by their TTL.
 ///
-/// - One upstream query per question, however many clients ask at once.
-/// - At most ``Configuration/maxEntries`` questions and ``Configuration/maxBytes`` of answers kept (an answer can be
-///   64 KiB); the least recently used goes first.
+/// - An answer is kept as the upstream's bytes, with where its TTLs are: what it holds is what came, never more
+///   (a parsed message would copy each record's name), and a reply is those bytes with the ID, flags and TTLs
+///   patched, so an answer that came in one message always goes out in one.
+/// - One upstream query per question, however many clients ask at once; the question keyed by its name with ASCII
+///   letters lowercased (the names relayed are printable ASCII: anything else is refused before it gets here).
+/// - At most ``Configuration/maxEntries`` questions and ``Configuration/maxBytes`` of answers kept; the least
+///   recently used goes first.
 /// - At most ``Configuration/maxPendingQueries`` questions upstream at once; past it, a lookup fails at once.
-/// - An expired answer is served, with ``Configuration/staleTTLSeconds``, for ``Configuration/maxStaleSeconds``
-///   while the upstream fails (RFC 8767).
+/// - While the upstream fails, or answers SERVFAIL, REFUSED or NOTIMP, an expired answer is served with
+///   ``Configuration/staleTTLSeconds`` for ``Configuration/maxStaleSeconds`` (RFC 8767).
 /// - A negative answer is kept for its SOA's negative TTL (RFC 2308), or ``Configuration/negativeTTLSeconds``
-///   without one. SERVFAIL, REFUSED and the like are relayed, never kept.
+///   without one, within the negative clamps. SERVFAIL, REFUSED and the like are relayed, never kept.
 final class RelayedAnswers: Sendable {
     struct Configuration: Sendable {
         var maxEntries = 10_000
@@ -22,14 +26,24 @@ final class RelayedAnswers: Sendable {
         var minTTLSeconds: UInt32 = 5
         var maxTTLSeconds: UInt32 = 3_600
         var negativeTTLSeconds: UInt32 = 30
+        var minNegativeTTLSeconds: UInt32 = 1
+        var maxNegativeTTLSeconds: UInt32 = 300
         var maxStaleSeconds: UInt32 = 86_400
         var staleTTLSeconds: UInt32 = 30
+    }
+
+    /// An upstream answer as it came, and where its TTL fields are.
+    struct Answer: Sendable {
+        let bytes: [UInt8]
+        let ttlOffsets: [Int]
+        let hasEDNS: Bool
+        var responseCode: UInt8 { bytes[3] & 0x0F }
     }
 
     /// What a lookup gives: the upstream's answer, how many seconds ago it came, and the TTL left (the stale TTL for
     /// a stale answer); or why there is none.
     enum Outcome: Sendable {
-        case answer(DNSMessage, ageSeconds: UInt32, ttlLeftSeconds: UInt32, stale: Bool)
+        case answer(Answer, ageSeconds: UInt32, ttlLeftSeconds: UInt32, stale: Bool)
         case failure(ResolutionError)
     }
 
@@ -40,11 +54,11 @@ final class RelayedAnswers: Sendable {
     }
 
     private struct Entry {
-        let message: DNSMessage
+        let answer: Answer
         let storedAt: MonotonicInstant
         let ttlSeconds: UInt32
-        /// The answer's size as it came, for the byte bound.
-        let bytes: Int
+        /// What the entry holds, for the byte bound: the answer and its offsets, and a little for the entry itself.
+        var bytes: Int { answer.bytes.count + answer.ttlOffsets.count * 8 + 256 }
     }
 
     private struct State {
@@ -68,10 +82,17 @@ final class RelayedAnswers: Sendable {
         self.configuration = configuration
     }
 
+    /// Whether `name` can be relayed: printable ASCII, so that its key and the name sent upstream are one spelling.
+    static func canRelay(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { (0x21...0x7E).contains($0) }
+    }
+
     /// The answer to `question`: from the cache while fresh, else from the upstream.
     func answer(_ question: DNSMessage.Question) async -> Outcome {
-        let name = question.name.lowercased()
-        let key = Key(name: name.hasSuffix(".") ? String(name.dropLast()) : name, type: question.type.rawValue, recordClass: question.recordClass)
+        // ASCII letters only: a Unicode lowercasing would fold other characters (U+212A) onto them.
+        var name = String(decoding: question.name.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        if name.hasSuffix("."), name.utf8.count > 1 { name.removeLast() }
+        let key = Key(name: name, type: question.type.rawValue, recordClass: question.recordClass)
         let now = clock.now()
         enum Step {
             case hit(Entry)
@@ -96,7 +117,7 @@ final class RelayedAnswers: Sendable {
         case .hit(let entry):
             hits.increment()
             let age = Self.age(entry.storedAt, now)
-            return .answer(entry.message, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
+            return .answer(entry.answer, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
         case .wait(let flight):
             return await flight.value
         case .overloaded:
@@ -105,48 +126,53 @@ final class RelayedAnswers: Sendable {
         }
     }
 
-    /// Asks the upstream for `question` and keeps what can be kept; on failure, an expired answer still within the
-    /// stale window.
+    /// Asks the upstream for `question` and keeps what can be kept; when it fails, or answers a failure, an expired
+    /// answer still within the stale window.
     private func fetch(_ key: Key, _ question: DNSMessage.Question) async -> Outcome {
-        let outcome: Outcome
+        defer { _ = state.withLock { $0.flights.removeValue(forKey: key) } }
+        var failure: ResolutionError
+        var relayed: Answer?
         do {
             let query = try DNSMessage(id: 0, questions: [question]).encoded()
-            let answer = try await relay.send(query)
-            let message = try DNSMessage(parsing: answer)
-            let ttl = cacheableTTL(message)
-            let now = clock.now()
-            state.withLock { state in
-                guard let ttl else { return }
-                state.bytes -= state.entries.remove(key)?.bytes ?? 0
-                state.entries.set(Entry(message: message, storedAt: now, ttlSeconds: ttl, bytes: answer.count), for: key)
-                state.bytes += answer.count
-                while state.entries.count > configuration.maxEntries || state.bytes > configuration.maxBytes,
-                    let (_, evicted) = state.entries.removeOldest()
-                {
-                    state.bytes -= evicted.bytes
+            let bytes = try await relay.send(query)
+            let scan = try AnswerScan(bytes)
+            let answer = Answer(bytes: bytes, ttlOffsets: scan.ttlOffsets, hasEDNS: scan.hasEDNS)
+            if let ttl = cacheableTTL(scan) {
+                let entry = Entry(answer: answer, storedAt: clock.now(), ttlSeconds: ttl)
+                state.withLock { state in
+                    state.bytes -= state.entries.remove(key)?.bytes ?? 0
+                    state.entries.set(entry, for: key)
+                    state.bytes += entry.bytes
+                    while state.entries.count > configuration.maxEntries || state.bytes > configuration.maxBytes,
+                        let (_, evicted) = state.entries.removeOldest()
+                    {
+                        state.bytes -= evicted.bytes
+                    }
                 }
+                misses.increment()
+                return .answer(answer, ageSeconds: 0, ttlLeftSeconds: ttl, stale: false)
             }
-            misses.increment()
-            outcome = .answer(message, ageSeconds: 0, ttlLeftSeconds: ttl ?? 0, stale: false)
+            // SERVFAIL, REFUSED, NOTIMP …: relayed as it came, unless an expired answer can stand in.
+            relayed = answer
+            failure = ResolutionError(.serverFailure, "the upstream answered \(DNSMessage.ResponseCode(rawValue: answer.responseCode))")
+        } catch let error as ResolutionError {
+            failure = error
         } catch {
-            let failure = error as? ResolutionError ?? ResolutionError(.malformedAnswer, "the upstream's answer could not be read: \(error)")
-            let now = clock.now()
-            let stale = state.withLock { state -> Entry? in
-                guard let slot = state.entries.slot(of: key) else { return nil }
-                let entry = state.entries.value(at: slot)
-                let expiry = entry.storedAt.adding(seconds: entry.ttlSeconds)
-                return now < expiry.adding(seconds: configuration.maxStaleSeconds) ? entry : nil
-            }
-            if let stale {
-                staleHits.increment()
-                outcome = .answer(stale.message, ageSeconds: Self.age(stale.storedAt, now), ttlLeftSeconds: configuration.staleTTLSeconds, stale: true)
-            } else {
-                failures.increment()
-                outcome = .failure(failure)
-            }
+            failure = ResolutionError(.malformedAnswer, "the upstream's answer could not be read: \(error)")
         }
-        _ = state.withLock { $0.flights.removeValue(forKey: key) }
-        return outcome
+        let now = clock.now()
+        let stale = state.withLock { state -> Entry? in
+            guard let slot = state.entries.slot(of: key) else { return nil }
+            let entry = state.entries.value(at: slot)
+            return now < entry.storedAt.adding(seconds: entry.ttlSeconds).adding(seconds: configuration.maxStaleSeconds) ? entry : nil
+        }
+        if let stale {
+            staleHits.increment()
+            return .answer(stale.answer, ageSeconds: Self.age(stale.storedAt, now), ttlLeftSeconds: configuration.staleTTLSeconds, stale: true)
+        }
+        failures.increment()
+        if let relayed { return .answer(relayed, ageSeconds: 0, ttlLeftSeconds: 0, stale: false) }
+        return .failure(failure)
     }
 
     /// Whole seconds from `stored` to `now`, rounded down.
@@ -154,22 +180,81 @@ final class RelayedAnswers: Sendable {
         now.nanoseconds > stored.nanoseconds ? UInt32(clamping: (now.nanoseconds - stored.nanoseconds) / 1_000_000_000) : 0
     }
 
-    /// How long `message` is kept: the smallest TTL of its answers, within the clamps; for NXDOMAIN or no data,
-    /// its SOA's negative TTL (the smaller of the SOA record's TTL and its MINIMUM, RFC 2308 §5), or the default;
-    /// nil for a failure's answer, which is never kept.
-    private func cacheableTTL(_ message: DNSMessage) -> UInt32? {
-        switch message.responseCode {
-        case .noError where !message.answers.isEmpty:
-            let smallest = message.answers.map(\.ttlSeconds).min() ?? 0
+    /// How long an answer is kept: the smallest TTL of its answer records, within the clamps; for NXDOMAIN or no
+    /// data, its SOA's negative TTL (the smaller of the SOA record's TTL and its MINIMUM, RFC 2308 §5) or the
+    /// default, within the negative clamps; nil for a failure's answer, which is never kept.
+    private func cacheableTTL(_ scan: AnswerScan) -> UInt32? {
+        switch scan.responseCode {
+        case 0 where !scan.answerTTLs.isEmpty:
+            let smallest = scan.answerTTLs.min() ?? 0
             return min(max(smallest, configuration.minTTLSeconds), configuration.maxTTLSeconds)
-        case .noError, .nameError:
-            guard let soa = message.authorities.first(where: { $0.type == .soa }), soa.data.count >= 20 else {
-                return configuration.negativeTTLSeconds
-            }
-            let minimum = soa.data.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            return min(soa.ttlSeconds, minimum, configuration.maxTTLSeconds)
+        case 0, 3:
+            let negative = scan.soaNegativeTTL ?? configuration.negativeTTLSeconds
+            return min(max(negative, configuration.minNegativeTTLSeconds), configuration.maxNegativeTTLSeconds)
         default:
             return nil
+        }
+    }
+}
+
+/// What the cache needs of an upstream answer, read without copying it: its response code, where each record's TTL
+/// is (the OPT record's, which is not a TTL, aside), the answer records' TTLs, and a SOA's negative TTL.
+struct AnswerScan {
+    let responseCode: UInt8
+    var ttlOffsets: [Int] = []
+    var answerTTLs: [UInt32] = []
+    var soaNegativeTTL: UInt32?
+    var hasEDNS = false
+
+    struct Malformed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(_ bytes: [UInt8]) throws(Malformed) {
+        guard bytes.count >= 12 else { throw Malformed(description: "shorter than a DNS header") }
+        func count(_ at: Int) -> Int { Int(bytes[at]) << 8 | Int(bytes[at + 1]) }
+        func number(_ at: Int) -> UInt32 { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | UInt32($1) } }
+        responseCode = bytes[3] & 0x0F
+        var offset = 12
+        /// The offset after the name at `offset`: labels, then a zero or a compression pointer.
+        func skipName(_ start: Int) throws(Malformed) -> Int {
+            var at = start
+            for _ in 0..<128 {
+                guard at < bytes.count else { break }
+                let length = Int(bytes[at])
+                if length == 0 { return at + 1 }
+                if length & 0xC0 == 0xC0 {
+                    guard at + 1 < bytes.count else { break }
+                    return at + 2
+                }
+                guard length & 0xC0 == 0 else { break }
+                at += 1 + length
+            }
+            throw Malformed(description: "a name runs past the message at byte \(start)")
+        }
+        for _ in 0..<count(4) {
+            offset = try skipName(offset) + 4
+            guard offset <= bytes.count else { throw Malformed(description: "the question runs past the message") }
+        }
+        let sections = [count(6), count(8), count(10)]
+        for (section, records) in sections.enumerated() {
+            for _ in 0..<records {
+                offset = try skipName(offset)
+                guard offset + 10 <= bytes.count else { throw Malformed(description: "a record runs past the message") }
+                let type = count(offset)
+                let ttl = number(offset + 4)
+                let length = count(offset + 8)
+                let data = offset + 10
+                guard data + length <= bytes.count else { throw Malformed(description: "a record's data runs past the message") }
+                if type == 41 {
+                    hasEDNS = true  // OPT: its "TTL" is the extended response code and flags.
+                } else {
+                    ttlOffsets.append(offset + 4)
+                    if section == 0 { answerTTLs.append(ttl) }
+                    if section == 1, type == 6, length >= 22 { soaNegativeTTL = min(ttl, number(data + length - 4)) }
+                }
+                offset = data + length
+            }
         }
     }
 }

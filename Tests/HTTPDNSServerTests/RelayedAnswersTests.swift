@@ -70,8 +70,8 @@ import Testing
         let cache = RelayedAnswers(relay: relay, clock: clock)
         guard case .answer(_, 0, 60, false) = await cache.answer(Self.question) else { Issue.record("first"); return }
         clock.advance(seconds: 25)
-        guard case .answer(let message, 25, 35, false) = await cache.answer(Self.question) else { Issue.record("second"); return }
-        #expect(message.answers.first?.ttlSeconds == 60, "the record as it came; the reply counts it down")
+        guard case .answer(let answer, 25, 35, false) = await cache.answer(Self.question) else { Issue.record("second"); return }
+        #expect(try DNSMessage(parsing: answer.bytes).answers.first?.ttlSeconds == 60, "the record as it came; the reply counts it down")
         #expect(relay.asked.withLock { $0 } == 1)
         clock.advance(seconds: 40)
         guard case .answer(_, 0, 60, false) = await cache.answer(Self.question) else { Issue.record("after expiry"); return }
@@ -79,11 +79,16 @@ import Testing
     }
 
     @Test func aNegativeAnswerIsKeptForItsSOAsNegativeTTL() async throws {
-        let relay = ScriptedRelay([.message(Self.negative(soaTTL: 900, minimum: 120))])
-        let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock())
-        guard case .answer(let message, _, 120, false) = await cache.answer(Self.question) else { Issue.record("negative"); return }
+        let relay = ScriptedRelay([.message(Self.negative(soaTTL: 900, minimum: 120)), .message(Self.negative(soaTTL: 900, minimum: 900))])
+        let clock = ManualMonotonicClock()
+        let cache = RelayedAnswers(relay: relay, clock: clock)
+        guard case .answer(let answer, _, 120, false) = await cache.answer(Self.question) else { Issue.record("negative"); return }
+        let message = try DNSMessage(parsing: answer.bytes)
         #expect(message.responseCode == .nameError)
         #expect(message.authorities.map(\.type) == [.soa], "the SOA is kept for the client")
+        // A negative TTL past the negative clamp (300 by default) is clamped.
+        clock.advance(seconds: 121)
+        guard case .answer(_, _, 300, false) = await cache.answer(Self.question) else { Issue.record("clamped"); return }
     }
 
     @Test func aFailureIsRelayedNeverKept() async throws {
@@ -93,9 +98,9 @@ import Testing
         let relay = ScriptedRelay([.message(servfail), .message(Self.answer(ttl: 60))])
         let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock())
         guard case .answer(let first, _, 0, false) = await cache.answer(Self.question) else { Issue.record("servfail"); return }
-        #expect(first.responseCode == .serverFailure)
+        #expect(first.responseCode == DNSMessage.ResponseCode.serverFailure.rawValue)
         guard case .answer(let second, _, 60, false) = await cache.answer(Self.question) else { Issue.record("then"); return }
-        #expect(second.responseCode == .noError)
+        #expect(second.responseCode == DNSMessage.ResponseCode.noError.rawValue)
     }
 
     @Test func manyAtOnceAskUpstreamOnce() async throws {
@@ -108,7 +113,8 @@ import Testing
                     return false
                 }
             }
-            // Every lookup has joined the one flight once the relay has been asked: then let it answer.
+            // The relay has been asked: its flight exists, so a lookup from now on joins it (or, once it has
+            // answered, hits the cache) rather than asking again.
             while relay.asked.withLock({ $0 }) == 0 { await Task.yield() }
             relay.open()
             var answered = 0
@@ -124,7 +130,8 @@ import Testing
         let relay = ScriptedRelay(names.map { _ in .message(Self.answer(ttl: 60)) } + [.message(Self.answer(ttl: 60))])
         var configuration = RelayedAnswers.Configuration()
         let size = try Self.answer(ttl: 60).encoded().count
-        configuration.maxBytes = 3 * size
+        // Three entries fit (each its answer, one TTL offset and 256 for itself), not four.
+        configuration.maxBytes = 3 * (size + 8 + 256)
         let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock(), configuration: configuration)
         for name in names { _ = await cache.answer(.init(name: name, type: .mx)) }
         #expect(relay.asked.withLock { $0 } == 4)
@@ -133,6 +140,47 @@ import Testing
         #expect(relay.asked.withLock { $0 } == 4)
         _ = await cache.answer(.init(name: "n0.test", type: .mx))
         #expect(relay.asked.withLock { $0 } == 5)
+    }
+
+    /// An upstream that answers SERVFAIL is failing too: the expired answer stands in for it.
+    @Test func anExpiredAnswerStandsInForAnUpstreamSERVFAIL() async throws {
+        var servfail = Self.answer(ttl: 60)
+        servfail.responseCode = .serverFailure
+        servfail.answers = []
+        let relay = ScriptedRelay([.message(Self.answer(ttl: 60)), .message(servfail)])
+        let clock = ManualMonotonicClock()
+        let cache = RelayedAnswers(relay: relay, clock: clock)
+        _ = await cache.answer(Self.question)
+        clock.advance(seconds: 61)
+        guard case .answer(let answer, 61, 30, true) = await cache.answer(Self.question) else { Issue.record("stale"); return }
+        #expect(answer.responseCode == 0)
+    }
+
+    /// Names are keyed with ASCII letters folded, and only printable ASCII names are relayed: a Unicode folding
+    /// (U+212A KELVIN SIGN to k) would let one name's answer stand for another's.
+    @Test func namesAreKeyedByTheirASCIIAndOthersAreNotRelayed() async throws {
+        let relay = ScriptedRelay([.message(Self.answer(ttl: 60))])
+        let cache = RelayedAnswers(relay: relay, clock: ManualMonotonicClock())
+        _ = await cache.answer(.init(name: "MAIL.Test", type: .mx))
+        _ = await cache.answer(.init(name: "mail.test.", type: .mx))
+        #expect(relay.asked.withLock { $0 } == 1)
+        #expect(RelayedAnswers.canRelay("_sip._tcp.example.test"))
+        #expect(!RelayedAnswers.canRelay("\u{212A}ey.test"))
+        #expect(!RelayedAnswers.canRelay("caf\u{E9}.test"))
+        #expect(!RelayedAnswers.canRelay("a b.test"))
+        #expect(!RelayedAnswers.canRelay(""))
+    }
+
+    /// The scan reads what the cache needs and refuses what runs past the message.
+    @Test func theScanFindsTheTTLsAndRefusesTruncatedMessages() throws {
+        let bytes = try Self.negative(soaTTL: 900, minimum: 120).encoded()
+        let scan = try AnswerScan(bytes)
+        #expect(scan.responseCode == 3)
+        #expect(scan.soaNegativeTTL == 120)
+        #expect(scan.ttlOffsets.count == 1)
+        for cut in [5, 20, bytes.count - 1] {
+            #expect(throws: AnswerScan.Malformed.self) { try AnswerScan(Array(bytes.prefix(cut))) }
+        }
     }
 
     @Test func anExpiredAnswerIsServedStaleWhileTheUpstreamFails() async throws {
