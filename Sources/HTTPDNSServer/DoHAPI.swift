@@ -26,13 +26,20 @@ struct DoHAPI: Sendable {
     func cachedGet(_ parameters: some QueryParameters) -> Reply? {
         guard let question = try? Self.getQuestion(parameters) else { return nil }
         switch question {
-        case .wire(_, .relay), .jsonRelay: return nil
-        default: break
+        case .wire(let query, .relay(let asked)):
+            return relay?.cachedAnswer(asked).map { Self.relayReply(query, $0) }
+        case .jsonRelay(let asked):
+            return relay?.cachedAnswer(asked).map { Self.jsonRelayReply(asked, $0, refused: false) }
+        default:
+            break
         }
         guard let target = question.target else { return question.reply(nil) }
         guard let outcome = cachedLookUp(target.host, target.family) else { return nil }
-        // A negative wire answer carries the upstream's SOA, which the relay has: not answered here.
-        if case .wire = question, relay != nil, outcome.isNegative { return nil }
+        // A negative wire answer carries the upstream's SOA: the relay's answer, when it holds one that agrees.
+        if case .wire(let query, _) = question, let relay, outcome.isNegative {
+            guard let relayed = relay.cachedAnswer(query.questions[0]), Self.agrees(relayed, with: outcome) else { return nil }
+            return Self.relayReply(query, relayed)
+        }
         return question.reply(outcome)
     }
 
@@ -89,11 +96,15 @@ struct DoHAPI: Sendable {
         // client knows how long to cache it. Without one (no relay, or it failed), the service's answer.
         if case .wire(let query, _) = question, outcome.isNegative, let relay {
             let relayed = await relay.answer(query.questions[0])
-            if case .answer(let upstream, _, _, _) = relayed, upstream.responseCode == outcome.code.rawValue, upstream.bytes[6] == 0, upstream.bytes[7] == 0 {
-                return Self.relayReply(query, relayed)
-            }
+            if Self.agrees(relayed, with: outcome) { return Self.relayReply(query, relayed) }
         }
         return question.reply(outcome)
+    }
+
+    /// Whether the relay's answer says what the service's negative `outcome` says: the same code, no records.
+    private static func agrees(_ relayed: RelayedAnswers.Outcome, with outcome: Outcome) -> Bool {
+        guard case .answer(let upstream, _, _, _) = relayed else { return false }
+        return upstream.responseCode == outcome.code.rawValue && upstream.bytes[6] == 0 && upstream.bytes[7] == 0
     }
 
     /// A request understood: the lookup it needs, if any, and how to answer once the lookup is done.

@@ -87,12 +87,33 @@ final class RelayedAnswers: Sendable {
         !name.isEmpty && name.utf8.allSatisfy { (0x21...0x7E).contains($0) }
     }
 
-    /// The answer to `question`: from the cache while fresh, else from the upstream.
-    func answer(_ question: DNSMessage.Question) async -> Outcome {
+    private static func key(_ question: DNSMessage.Question) -> Key {
         // ASCII letters only: a Unicode lowercasing would fold other characters (U+212A) onto them.
         var name = String(decoding: question.name.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
         if name.hasSuffix("."), name.utf8.count > 1 { name.removeLast() }
-        let key = Key(name: name, type: question.type.rawValue, recordClass: question.recordClass)
+        return Key(name: name, type: question.type.rawValue, recordClass: question.recordClass)
+    }
+
+    /// The answer to `question` if the cache holds a fresh one, without suspending: for answers on the event loop.
+    func cachedAnswer(_ question: DNSMessage.Question) -> Outcome? {
+        let key = Self.key(question)
+        let now = clock.now()
+        let entry = state.withLock { state -> Entry? in
+            guard let slot = state.entries.slot(of: key) else { return nil }
+            let entry = state.entries.value(at: slot)
+            guard now < entry.storedAt.adding(seconds: entry.ttlSeconds) else { return nil }
+            state.entries.touch(slot)
+            return entry
+        }
+        guard let entry else { return nil }
+        hits.increment()
+        let age = Self.age(entry.storedAt, now)
+        return .answer(entry.answer, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
+    }
+
+    /// The answer to `question`: from the cache while fresh, else from the upstream.
+    func answer(_ question: DNSMessage.Question) async -> Outcome {
+        let key = Self.key(question)
         let now = clock.now()
         enum Step {
             case hit(Entry)
