@@ -7,14 +7,7 @@ import Testing
 /// `CAresSource.send`: DNS messages of any type relayed to a real dnsmasq as they are, its answers returned whole.
 @Suite("c-ares relaying messages of any type to a real dnsmasq")
 struct CAresMessageTests {
-    static let records = [
-        "mx-host=mail.test,mx1.mail.test,10",
-        #"txt-record=txt.test,"v=spf1 -all""#,
-        "srv-host=_sip._tcp.srv.test,sip.srv.test,5060,1,5",
-        "host-record=real.test,192.0.2.9,300",
-        "cname=alias.test,real.test",
-        "host-record=v4only.test,192.0.2.10,300",
-    ]
+    static let records = OtherTypeRecords.lines + ["host-record=v4only.test,192.0.2.10,300"]
 
     func withSource(_ body: (CAresSource) async throws -> Void) async throws {
         try await withDNSMasq(records: Self.records) { server in

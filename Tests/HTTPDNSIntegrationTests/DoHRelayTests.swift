@@ -6,14 +6,7 @@ import Testing
 /// kdig over HTTP/2, a client none of us wrote.
 @Suite("DoH for every type, through kdig", .timeLimit(.minutes(2)))
 struct DoHRelayTests {
-    static let records = [
-        "mx-host=mail.test,mx1.mail.test,10",
-        #"txt-record=txt.test,"v=spf1 -all""#,
-        "srv-host=_sip._tcp.srv.test,sip.srv.test,5060,1,5",
-        "host-record=real.test,192.0.2.9,300",
-        "cname=alias.test,real.test",
-        "local-ttl=60",
-    ]
+    static let records = OtherTypeRecords.lines + ["local-ttl=60"]
 
     static func tool(_ name: String) throws -> String {
         try #require(ChildProcess.find(name), "\(name) is missing: run scripts/install-deps.sh")

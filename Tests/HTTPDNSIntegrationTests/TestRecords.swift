@@ -24,3 +24,14 @@ enum ServiceTestRecords {
         "local=/invalid/",
     ]
 }
+
+/// Records of types besides addresses, for the tests that relay DNS messages as they are (c-ares, DoH).
+enum OtherTypeRecords {
+    static let lines = [
+        "mx-host=mail.test,mx1.mail.test,10",
+        #"txt-record=txt.test,"v=spf1 -all""#,
+        "srv-host=_sip._tcp.srv.test,sip.srv.test,5060,1,5",
+        "host-record=real.test,192.0.2.9,300",
+        "cname=alias.test,real.test",
+    ]
+}
