@@ -189,13 +189,20 @@ struct DoHAPI: Sendable {
             message.responseCode = .serverFailure
             return encodedReply(message, maxAge: 0)
         }
-        var bytes = agedBytes(upstream, age: age, ttlLeft: ttlLeft, stale: stale)
+        var (bytes, smallestTTL) = agedBytes(upstream, age: age, ttlLeft: ttlLeft, stale: stale)
         bytes[0] = UInt8(truncatingIfNeeded: query.id >> 8)
         bytes[1] = UInt8(truncatingIfNeeded: query.id)
-        // QR, the opcode as it came (QUERY), RD as the client asked; RA, and the upstream's response code. Not
-        // authoritative, never truncated over HTTP, no DNSSEC claims.
+        // QR, the opcode as it came (QUERY), RD as the client asked; RA, CD as the client asked (RFC 6840 §5.9), and
+        // the upstream's response code. Not authoritative, never truncated over HTTP, no DNSSEC claims.
         bytes[2] = 0x80 | (bytes[2] & 0x78) | (query.recursionDesired ? 0x01 : 0)
-        bytes[3] = 0x80 | (bytes[3] & 0x0F)
+        bytes[3] = 0x80 | (query.checkingDisabled ? 0x10 : 0) | (bytes[3] & 0x0F)
+        // The question as this client spelled it: the cache holds the first asker's spelling (the same name, its
+        // ASCII letters maybe in another case, so the same length), and names pointing back to it follow.
+        let asked = Self.wireName(query.questions[0].name)
+        let stored = bytes.count >= 12 + asked.count ? bytes[12..<(12 + asked.count)] : []
+        if stored.count == asked.count, stored.elementsEqual(asked, by: { $0 | 0x20 == $1 | 0x20 || $0 == $1 }) {
+            bytes.replaceSubrange(12..<(12 + asked.count), with: asked)
+        }
         if query.hasEDNS, !upstream.hasEDNS {
             // OPT: root owner, type 41, payload 1232, no extended code, version 0, no flags, no options.
             bytes += [0, 0, 41, 0x04, 0xD0, 0, 0, 0, 0, 0, 0]
@@ -204,22 +211,34 @@ struct DoHAPI: Sendable {
             bytes[11] = UInt8(truncatingIfNeeded: additional)
         }
         let code = DNSMessage.ResponseCode(rawValue: upstream.responseCode)
+        // Never fresher than the records say (RFC 8484 §5.1): the cache keeps an answer at least a few seconds, its
+        // records may say less.
         return Reply(
             contentType: Self.messageType,
-            cacheControl: code == .serverFailure ? .noStore : .maxAge(ttlLeft),
+            cacheControl: code == .serverFailure ? .noStore : .maxAge(min(ttlLeft, smallestTTL ?? ttlLeft)),
             body: ByteBuffer(bytes: bytes)
         )
     }
 
-    /// The answer's bytes with each TTL counted down by `age` (or, stale, at most `ttlLeft`).
-    static func agedBytes(_ answer: RelayedAnswers.Answer, age: UInt32, ttlLeft: UInt32, stale: Bool) -> [UInt8] {
+    /// The answer's bytes with each TTL counted down by `age` (or, stale, at most `ttlLeft`), and the smallest TTL
+    /// after that, if there is a record.
+    static func agedBytes(_ answer: RelayedAnswers.Answer, age: UInt32, ttlLeft: UInt32, stale: Bool) -> (bytes: [UInt8], smallestTTL: UInt32?) {
         var bytes = answer.bytes
+        var smallest: UInt32?
         for offset in answer.ttlOffsets {
             let ttl = bytes[offset..<(offset + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
             let aged = stale ? min(ttl, ttlLeft) : ttl - min(age, ttl)
+            smallest = min(smallest ?? aged, aged)
             for index in 0..<4 { bytes[offset + index] = UInt8(truncatingIfNeeded: aged >> (24 - 8 * UInt32(index))) }
         }
-        return bytes
+        return (bytes, smallest)
+    }
+
+    /// `name` in wire form, uncompressed (its labels as they are, then the root).
+    private static func wireName(_ name: String) -> [UInt8] {
+        let trimmed = name.hasSuffix(".") ? Substring(name.dropLast()) : Substring(name)
+        guard !trimmed.isEmpty else { return [0] }
+        return trimmed.split(separator: ".", omittingEmptySubsequences: false).flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) } + [0]
     }
 
     private static func encodedReply(_ message: DNSMessage, maxAge: UInt32) -> Reply {
@@ -310,7 +329,9 @@ struct DoHAPI: Sendable {
         } else if case .answer(let upstream, let age, let ttlLeft, let stale) = outcome {
             code = DNSMessage.ResponseCode(rawValue: upstream.responseCode)
             maxAge = ttlLeft
-            if let message = try? DNSMessage(parsing: agedBytes(upstream, age: age, ttlLeft: ttlLeft, stale: stale)) {
+            let (bytes, smallestTTL) = agedBytes(upstream, age: age, ttlLeft: ttlLeft, stale: stale)
+            maxAge = min(ttlLeft, smallestTTL ?? ttlLeft)
+            if let message = try? DNSMessage(parsing: bytes) {
                 sections = [("Answer", message.answers), ("Authority", message.authorities)]
             } else {
                 code = .serverFailure

@@ -155,8 +155,10 @@ final class RelayedAnswers: Sendable {
         var relayed: Answer?
         do {
             let query = try DNSMessage(id: 0, questions: [question]).encoded()
-            let bytes = try await relay.send(query)
-            let scan = try AnswerScan(bytes)
+            let received = try await relay.send(query)
+            let scan = try AnswerScan(received)
+            // Whatever follows the last record is no part of the answer (and would sit before an OPT record added).
+            let bytes = scan.end == received.count ? received : Array(received[..<scan.end])
             let answer = Answer(bytes: bytes, ttlOffsets: scan.ttlOffsets, hasEDNS: scan.hasEDNS)
             if let ttl = cacheableTTL(scan) {
                 let entry = Entry(answer: answer, storedAt: clock.now(), ttlSeconds: ttl)
@@ -226,6 +228,8 @@ struct AnswerScan {
     var answerTTLs: [UInt32] = []
     var soaNegativeTTL: UInt32?
     var hasEDNS = false
+    /// Where the last record ends.
+    var end = 12
 
     struct Malformed: Error, CustomStringConvertible {
         let description: String
@@ -277,5 +281,6 @@ struct AnswerScan {
                 offset = data + length
             }
         }
+        end = offset
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPDNSTesting
+import HTTPDNSWire
 import Testing
 
 /// The service's DoH endpoint for every type besides A and AAAA: relayed to a real dnsmasq through c-ares, asked by
@@ -94,14 +95,42 @@ struct DoHRelayTests {
         }
     }
 
-    /// A second client is answered from the cache: dnsmasq sees the question once.
+    /// Later clients are answered from the cache, each with its own spelling of the question: dnsmasq sees the
+    /// question once.
     @Test func aRelayedAnswerIsCached() async throws {
         try await withService { port, certificate, dns in
-            for _ in 0..<3 {
-                let run = try await kdig(port, certificate, ["mail.test", "MX"])
-                #expect(run.stdout.contains("MX\t10 mx1.mail.test."), "\(run.stdout)")
+            // curl with a wire query of our own: kdig writes every name in lower case.
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-doh-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            for name in ["MAIL.test", "mail.test", "Mail.Test"] {
+                let query = try DNSMessage(id: 0, questions: [.init(name: name, type: .mx)]).encoded()
+                let encoded = Data(query).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: "")
+                let file = directory.appendingPathComponent("answer").path
+                let run = try await ChildProcess.run(
+                    executable: try Self.tool("curl"),
+                    arguments: ["-s", "-o", file, "--cacert", certificate, "https://127.0.0.1:\(port)/dns-query?dns=\(encoded)"]
+                )
+                #expect(run.status == .exited(0), "\(run)")
+                let answer = try DNSMessage(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+                #expect(answer.questions.first?.name == name, "the question as this client asked it")
+                #expect(answer.answers.map(\.type) == [.mx])
             }
-            #expect(try dns.queryCount("mail.test", type: "MX") == 1)
+            #expect(try dns.queryCount("MAIL.test", type: "MX") + dns.queryCount("mail.test", type: "MX") == 1)
+        }
+    }
+
+    /// Cache-Control never outlives the records (RFC 8484 §5.1), though the cache keeps an answer at least 5 s.
+    @Test func cacheControlIsNeverLongerThanTheRecordsTTL() async throws {
+        try await withDNSMasq(records: OtherTypeRecords.lines + ["local-ttl=1"]) { dns in
+            let server = try await ServiceProcess.start(["--upstream", dns.address.description], environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"])
+            defer { server.stop() }
+            let run = try await ChildProcess.run(
+                executable: try Self.tool("curl"), arguments: ["-s", "-D", "-", "http://127.0.0.1:\(server.port)/dns-query?name=mail.test&type=MX"]
+            )
+            #expect(run.stdout.lowercased().contains("cache-control: max-age=1"), "\(run.stdout)")
+            #expect(run.stdout.contains(#""TTL":1,"#), "\(run.stdout)")
         }
     }
 }

@@ -178,6 +178,8 @@ import Testing
         #expect(scan.responseCode == 3)
         #expect(scan.soaNegativeTTL == 120)
         #expect(scan.ttlOffsets.count == 1)
+        #expect(scan.end == bytes.count)
+        #expect(try AnswerScan(bytes + [0xDE, 0xAD]).end == bytes.count, "bytes after the last record are no part of it")
         for cut in [5, 20, bytes.count - 1] {
             #expect(throws: AnswerScan.Malformed.self) { try AnswerScan(Array(bytes.prefix(cut))) }
         }
