@@ -48,6 +48,8 @@ public struct HTTPDNSService: Sendable {
             relayed.maxNegativeTTLSeconds = resolver.configuration.maxNegativeTTLSeconds
             relayed.maxStaleSeconds = resolver.configuration.maxStaleSeconds
             relayed.staleTTLSeconds = resolver.configuration.staleAnswerTTLSeconds
+            relayed.staleAnswerClientTimeoutMs = resolver.configuration.staleAnswerClientTimeoutMs
+            relayed.staleRefreshRetrySeconds = resolver.configuration.staleRefreshRetrySeconds
             return RelayedAnswers(relay: source, clock: clock, configuration: relayed)
         }
         doh = DoHAPI(resolver: resolver, configuration: configuration, relay: relay)

@@ -15,7 +15,10 @@ import Synchronization
 ///   recently used goes first.
 /// - At most ``Configuration/maxPendingQueries`` questions upstream at once; past it, a lookup fails at once.
 /// - While the upstream fails, or answers SERVFAIL, REFUSED or NOTIMP, an expired answer is served with
-///   ``Configuration/staleTTLSeconds`` for ``Configuration/maxStaleSeconds`` (RFC 8767).
+///   ``Configuration/staleTTLSeconds`` for ``Configuration/maxStaleSeconds`` (RFC 8767), as the A and AAAA cache
+///   does: a client waits at most ``Configuration/staleAnswerClientTimeoutMs`` for the refresh before it gets the
+///   expired answer, and after a failed refresh the expired answer is served without asking again for
+///   ``Configuration/staleRefreshRetrySeconds``.
 /// - A negative answer is kept for its SOA's negative TTL (RFC 2308), or ``Configuration/negativeTTLSeconds``
 ///   without one, within the negative clamps. SERVFAIL, REFUSED and the like are relayed, never kept.
 final class RelayedAnswers: Sendable {
@@ -30,6 +33,8 @@ final class RelayedAnswers: Sendable {
         var maxNegativeTTLSeconds: UInt32 = 300
         var maxStaleSeconds: UInt32 = 86_400
         var staleTTLSeconds: UInt32 = 30
+        var staleAnswerClientTimeoutMs = 1_800
+        var staleRefreshRetrySeconds: UInt32 = 30
     }
 
     /// An upstream answer as it came, and where its TTL fields are.
@@ -57,6 +62,8 @@ final class RelayedAnswers: Sendable {
         let answer: Answer
         let storedAt: MonotonicInstant
         let ttlSeconds: UInt32
+        /// When refreshing the expired entry last failed.
+        var failedAt: MonotonicInstant?
         /// What the entry holds, for the byte bound: the answer and its offsets, and a little for the entry itself.
         var bytes: Int { answer.bytes.count + answer.ttlOffsets.count * 8 + 256 }
     }
@@ -117,34 +124,75 @@ final class RelayedAnswers: Sendable {
         let now = clock.now()
         enum Step {
             case hit(Entry)
-            case wait(Task<Outcome, Never>)
+            case stale(Entry)
+            case wait(Task<Outcome, Never>, stale: Entry?)
             case overloaded
         }
         let step = state.withLock { state -> Step in
+            var expired: Entry?
             if let slot = state.entries.slot(of: key) {
                 let entry = state.entries.value(at: slot)
                 if now < entry.storedAt.adding(seconds: entry.ttlSeconds) {
                     state.entries.touch(slot)
                     return .hit(entry)
                 }
+                if now < entry.storedAt.adding(seconds: entry.ttlSeconds).adding(seconds: configuration.maxStaleSeconds) {
+                    // A refresh failed a moment ago: no asking again yet (RFC 8767's failure recheck timer).
+                    if let failedAt = entry.failedAt, now < failedAt.adding(seconds: configuration.staleRefreshRetrySeconds) {
+                        return .stale(entry)
+                    }
+                    expired = entry
+                }
             }
-            if let flight = state.flights[key] { return .wait(flight) }
-            guard state.flights.count < configuration.maxPendingQueries else { return .overloaded }
+            if let flight = state.flights[key] { return .wait(flight, stale: expired) }
+            guard state.flights.count < configuration.maxPendingQueries else { return expired.map(Step.stale) ?? .overloaded }
             let flight = Task { await self.fetch(key, question) }
             state.flights[key] = flight
-            return .wait(flight)
+            return .wait(flight, stale: expired)
         }
         switch step {
         case .hit(let entry):
             hits.increment()
             let age = Self.age(entry.storedAt, now)
             return .answer(entry.answer, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
-        case .wait(let flight):
+        case .stale(let entry):
+            staleHits.increment()
+            return staleOutcome(entry, now)
+        case .wait(let flight, nil):
             return await flight.value
+        case .wait(let flight, let entry?):
+            // An expired answer to fall back on: the refresh gets the client's timer, and then the client gets the
+            // expired answer while the refresh goes on (RFC 8767 §5).
+            let timeout = configuration.staleAnswerClientTimeoutMs
+            guard timeout > 0 else { return await flight.value }
+            // Not a task group: it would wait for the refresh at its end whatever came first (awaiting a task's
+            // value does not end when cancelled). Whichever of the two ends first answers; the other runs out.
+            let refreshed: Outcome? = await withCheckedContinuation { continuation in
+                let answered = Mutex(false)
+                let answer: @Sendable (Outcome?) -> Void = { outcome in
+                    let first = answered.withLock { answered in
+                        defer { answered = true }
+                        return !answered
+                    }
+                    if first { continuation.resume(returning: outcome) }
+                }
+                Task { answer(await flight.value) }
+                Task {
+                    try? await Task.sleep(for: .milliseconds(timeout))
+                    answer(nil)
+                }
+            }
+            if let refreshed { return refreshed }
+            staleHits.increment()
+            return staleOutcome(entry, clock.now())
         case .overloaded:
             failures.increment()
             return .failure(ResolutionError(.tooManyPendingQueries, "\(configuration.maxPendingQueries) questions are pending upstream already"))
         }
+    }
+
+    private func staleOutcome(_ entry: Entry, _ now: MonotonicInstant) -> Outcome {
+        .answer(entry.answer, ageSeconds: Self.age(entry.storedAt, now), ttlLeftSeconds: configuration.staleTTLSeconds, stale: true)
     }
 
     /// Asks the upstream for `question` and keeps what can be kept; when it fails, or answers a failure, an expired
@@ -187,11 +235,13 @@ final class RelayedAnswers: Sendable {
         let stale = state.withLock { state -> Entry? in
             guard let slot = state.entries.slot(of: key) else { return nil }
             let entry = state.entries.value(at: slot)
-            return now < entry.storedAt.adding(seconds: entry.ttlSeconds).adding(seconds: configuration.maxStaleSeconds) ? entry : nil
+            guard now < entry.storedAt.adding(seconds: entry.ttlSeconds).adding(seconds: configuration.maxStaleSeconds) else { return nil }
+            state.entries.modify(at: slot) { $0.failedAt = now }
+            return entry
         }
         if let stale {
             staleHits.increment()
-            return .answer(stale.answer, ageSeconds: Self.age(stale.storedAt, now), ttlLeftSeconds: configuration.staleTTLSeconds, stale: true)
+            return staleOutcome(stale, now)
         }
         failures.increment()
         if let relayed { return .answer(relayed, ageSeconds: 0, ttlLeftSeconds: 0, stale: false) }

@@ -185,6 +185,64 @@ import Testing
         }
     }
 
+    /// A slow refresh gets the client's timer; then the client gets the expired answer while the refresh goes on.
+    @Test func aSlowRefreshLeavesTheClientWithTheExpiredAnswer() async throws {
+        let first = ScriptedRelay([.message(Self.answer(ttl: 60))])
+        let clock = ManualMonotonicClock()
+        var configuration = RelayedAnswers.Configuration()
+        configuration.staleAnswerClientTimeoutMs = 50
+        // The entry comes from a first relay; the refresh goes to a second, held until opened.
+        let slow = ScriptedRelay([.message(Self.answer(ttl: 60))], gated: true)
+        let switching = SwitchingRelay(first)
+        let cache = RelayedAnswers(relay: switching, clock: clock, configuration: configuration)
+        _ = await cache.answer(Self.question)
+        switching.use(slow)
+        clock.advance(seconds: 61)
+        guard case .answer(_, 61, 30, true) = await cache.answer(Self.question) else { Issue.record("stale while refreshing"); return }
+        slow.open()
+        // The refresh lands; once it has, the answer is fresh again.
+        while true {
+            if case .answer(_, _, _, false) = await cache.answer(Self.question) { break }
+            await Task.yield()
+        }
+        #expect(slow.asked.withLock { $0 } == 1)
+    }
+
+    /// After a failed refresh, the expired answer is served without asking upstream again for 30 s.
+    @Test func aFailedRefreshIsNotRetriedAtOnce() async throws {
+        let relay = ScriptedRelay([
+            .message(Self.answer(ttl: 60)), .failure(ResolutionError(.timeout, "silent")), .message(Self.answer(ttl: 60)),
+        ])
+        let clock = ManualMonotonicClock()
+        let cache = RelayedAnswers(relay: relay, clock: clock)
+        _ = await cache.answer(Self.question)
+        clock.advance(seconds: 61)
+        guard case .answer(_, _, _, true) = await cache.answer(Self.question) else { Issue.record("stale"); return }
+        #expect(relay.asked.withLock { $0 } == 2)
+        clock.advance(seconds: 10)
+        guard case .answer(_, _, _, true) = await cache.answer(Self.question) else { Issue.record("still stale"); return }
+        #expect(relay.asked.withLock { $0 } == 2, "not asked again within 30 s")
+        clock.advance(seconds: 21)
+        guard case .answer(_, 0, 60, false) = await cache.answer(Self.question) else { Issue.record("refreshed"); return }
+        #expect(relay.asked.withLock { $0 } == 3)
+    }
+
+    /// Forwards to one relay, then another.
+    final class SwitchingRelay: MessageRelaying {
+        private let current: Mutex<any MessageRelaying>
+
+        init(_ relay: any MessageRelaying) {
+            current = Mutex(relay)
+        }
+
+        func use(_ relay: any MessageRelaying) { current.withLock { $0 = relay } }
+
+        func send(_ query: [UInt8]) async throws -> [UInt8] {
+            let relay = current.withLock { $0 }
+            return try await relay.send(query)
+        }
+    }
+
     @Test func anExpiredAnswerIsServedStaleWhileTheUpstreamFails() async throws {
         let relay = ScriptedRelay([.message(Self.answer(ttl: 60)), .failure(ResolutionError(.timeout, "silent"))])
         let clock = ManualMonotonicClock()
