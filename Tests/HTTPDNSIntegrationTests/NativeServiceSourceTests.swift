@@ -217,7 +217,7 @@ struct NativeServiceSourceTests {
         }
     }
 
-    /// TCP connections on loopback whose local port is `port` and that are established: the service's side of
+    /// TCP connections whose local end is 127.0.0.1:`port` and that are established: the service's side of
     /// each client connection (from /proc/net/tcp, so no tool is needed).
     static func establishedConnections(toPort port: Int) throws -> Int {
         // Read to the end: Foundation's String(contentsOfFile:) stops after the first page of a /proc file.
@@ -233,10 +233,12 @@ struct NativeServiceSourceTests {
             bytes += buffer[0..<count]
         }
         let table = String(decoding: bytes, as: UTF8.self)
-        let localPort = String(format: ":%04X", port)
+        // 127.0.0.1 (the service's address, as /proc writes it) and the port: a peer of another test may listen on
+        // the same port at another 127.0.0.x.
+        let local = String(format: "0100007F:%04X", port)
         return table.split(separator: "\n").dropFirst().count { line in
             let fields = line.split(separator: " ")
-            return fields.count > 3 && fields[1].hasSuffix(localPort) && fields[3] == "01"
+            return fields.count > 3 && fields[1] == local && fields[3] == "01"
         }
     }
 
