@@ -121,7 +121,7 @@ public final class CAresSource: ResolutionSource, MessageRelaying {
     /// c-ares gives the query an ID of its own: the answer carries that ID, not the one in `query`; a relay sets
     /// its client's back. An answer with NXDOMAIN or no data is an answer, returned like any other; with one server,
     /// so is SERVFAIL, REFUSED or NOTIMP, whose answers c-ares would otherwise drop to try the next.
-    /// - Throws: ``ResolutionError``: `timeout`, `serverUnreachable`, `serverFailure` or `refused` (several
+    /// - Throws: `ResolutionError`: `timeout`, `serverUnreachable`, `serverFailure` or `refused` (several
     ///   servers, all failing), `malformedAnswer`, `badName` (a query c-ares refuses: shorter than a header, or
     ///   64 KiB or more), `shutdown`; `CancellationError` when the task is cancelled first.
     public func send(_ query: [UInt8]) async throws -> [UInt8] {
