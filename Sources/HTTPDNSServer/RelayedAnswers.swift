@@ -114,8 +114,7 @@ final class RelayedAnswers: Sendable {
         }
         guard let entry else { return nil }
         hits.increment()
-        let age = Self.age(entry.storedAt, now)
-        return .answer(entry.answer, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
+        return freshOutcome(entry, now)
     }
 
     /// The answer to `question`: from the cache while fresh, else from the upstream.
@@ -153,8 +152,7 @@ final class RelayedAnswers: Sendable {
         switch step {
         case .hit(let entry):
             hits.increment()
-            let age = Self.age(entry.storedAt, now)
-            return .answer(entry.answer, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
+            return freshOutcome(entry, now)
         case .stale(let entry):
             staleHits.increment()
             return staleOutcome(entry, now)
@@ -189,6 +187,11 @@ final class RelayedAnswers: Sendable {
             failures.increment()
             return .failure(ResolutionError(.tooManyPendingQueries, "\(configuration.maxPendingQueries) questions are pending upstream already"))
         }
+    }
+
+    private func freshOutcome(_ entry: Entry, _ now: MonotonicInstant) -> Outcome {
+        let age = Self.age(entry.storedAt, now)
+        return .answer(entry.answer, ageSeconds: age, ttlLeftSeconds: entry.ttlSeconds - min(age, entry.ttlSeconds), stale: false)
     }
 
     private func staleOutcome(_ entry: Entry, _ now: MonotonicInstant) -> Outcome {
