@@ -15,10 +15,10 @@ missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-# A DoH client from PyPI for the tests, into the python3 on PATH.
-if ! python3 -c 'import dns.query, sys; sys.exit(0 if dns.query.have_doh else 1)' 2>/dev/null; then
-  echo "installing: dnspython[doh] (pip)" >&2
-  python3 -m pip install --quiet --disable-pip-version-check 'dnspython[doh]>=2.6' >&2
+# A DoH client and a raw HTTP/2 client (scripts/hostile-h2.py) from PyPI for the tests, into the python3 on PATH.
+if ! python3 -c 'import h2, dns.query, sys; sys.exit(0 if dns.query.have_doh else 1)' 2>/dev/null; then
+  echo "installing: dnspython[doh] h2 (pip)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check 'dnspython[doh]>=2.6' 'h2>=4.1' >&2
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 sudo=""

@@ -8,6 +8,8 @@ public enum MetricsExposition {
     public static let help: [String: String] = [
         "http_server_request_duration_seconds": "Time to answer an HTTP request, by route template, method and status.",
         "httpdns_server_rejected_total": "Requests refused before resolution, by reason.",
+        "httpdns_server_connections": "Connections to the service open now.",
+        "httpdns_server_connection_limit_reached_total": "Times the service reached maxConnections and stopped accepting until a connection closed.",
         "httpdns_cache_lookups_total": "Resolver cache lookups by result: hit, stale, miss, negative.",
         "httpdns_cache_entries": "Names in the resolver cache, stale ones included.",
         "httpdns_cache_evictions_total": "Names evicted to keep the resolver cache within its bound.",

@@ -25,6 +25,16 @@ public struct HTTPDNSServerConfiguration: Sendable {
     /// A connection with no request in progress is closed after this long, so idle or slow clients cannot hold
     /// every descriptor. Default 60 s.
     public var idleTimeoutSeconds: Int64 = 60
+    /// A request head (HTTP/1.1), a header block or the client's preface (HTTP/2), and the TLS handshake must each
+    /// be complete within this long of their first byte; past it the connection closes (HTTP/1.1 with 408). At
+    /// most the idle timeout. Default 10 s.
+    public var headerTimeoutSeconds: Int64 = 10
+    /// Connections open at once; past it the service stops accepting until one closes. Keep it under the process's
+    /// descriptor limit (`ulimit -n`). Default 1,024.
+    public var maxConnections: Int = 1024
+    /// Request body bytes the service holds at once over every HTTP/2 connection (unfinished DoH POST bodies and
+    /// bodies being answered); a stream past it is refused with REFUSED_STREAM. Default 16 MiB.
+    public var maxRequestBodyBytesHeld: Int = 16 << 20
     /// `Retry-After` seconds sent with 503 UpstreamUnavailable. Default 5.
     public var upstreamRetryAfterSeconds: Int = 5
 
@@ -50,8 +60,14 @@ public struct HTTPDNSServerConfiguration: Sendable {
         if tlsKeyPath != nil, tlsCertificatePath == nil {
             throw ConfigurationError(key: "tlsCertificatePath", reason: "is missing: a private key needs its certificate")
         }
-        for (key, value) in [("maxHostsPerBatch", maxHostsPerBatch), ("maxURLLength", maxURLLength), ("maxDNSMessageBytes", maxDNSMessageBytes)] {
+        for (key, value) in [
+            ("maxHostsPerBatch", maxHostsPerBatch), ("maxURLLength", maxURLLength), ("maxDNSMessageBytes", maxDNSMessageBytes),
+            ("maxConnections", maxConnections), ("maxRequestBodyBytesHeld", maxRequestBodyBytesHeld),
+        ] {
             guard value > 0 else { throw ConfigurationError(key: key, reason: "must be a positive whole number, not \(value)") }
+        }
+        guard maxDNSMessageBytes <= 65_535 else {
+            throw ConfigurationError(key: "maxDNSMessageBytes", reason: "must be at most 65535, the largest DNS message, not \(maxDNSMessageBytes)")
         }
         guard rateLimitPerSecond >= 0, rateLimitPerSecond.isFinite else {
             throw ConfigurationError(key: "rateLimitPerSecond", reason: "must be a number ≥ 0 (0 turns the limit off), not \(rateLimitPerSecond)")
@@ -61,6 +77,12 @@ public struct HTTPDNSServerConfiguration: Sendable {
         }
         guard idleTimeoutSeconds > 0 else {
             throw ConfigurationError(key: "idleTimeoutSeconds", reason: "must be a positive number of seconds, not \(idleTimeoutSeconds)")
+        }
+        guard headerTimeoutSeconds > 0, headerTimeoutSeconds <= idleTimeoutSeconds else {
+            throw ConfigurationError(
+                key: "headerTimeoutSeconds",
+                reason: "must be a positive number of seconds no longer than idleTimeoutSeconds (\(idleTimeoutSeconds)), not \(headerTimeoutSeconds)"
+            )
         }
         guard upstreamRetryAfterSeconds >= 0 else {
             throw ConfigurationError(key: "upstreamRetryAfterSeconds", reason: "must be a number of seconds ≥ 0, not \(upstreamRetryAfterSeconds)")

@@ -138,23 +138,37 @@ public struct HTTPDNSService: Sendable {
     public func makeApplication(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let cacheHits = cacheHitResponder(logger: logger)
         let idleTimeout = Duration.seconds(configuration.idleTimeoutSeconds)
+        let headerTimeout = Duration.seconds(configuration.headerTimeoutSeconds)
         let router = makeRouter()
         let server: HTTPServerBuilder
         if let tls = try configuration.tlsConfiguration() {
             let sslContext = try ServiceTLSChannel.makeSSLContext(tls)
             let bridge = RouterBridge(responder: router.buildResponder(), logger: logger, maxBodyBytes: configuration.maxDNSMessageBytes)
+            let bodyBudget = RequestBodyBudget(limit: configuration.maxRequestBodyBytesHeld)
             server = HTTPServerBuilder { responder in
-                ServiceTLSChannel(sslContext: sslContext, responder: responder, cacheHits: cacheHits, router: bridge, idleTimeout: idleTimeout)
+                ServiceTLSChannel(
+                    sslContext: sslContext,
+                    responder: responder,
+                    cacheHits: cacheHits,
+                    router: bridge,
+                    idleTimeout: idleTimeout,
+                    headerTimeout: headerTimeout,
+                    bodyBudget: bodyBudget
+                )
             }
         } else {
             server = HTTPServerBuilder { responder in
-                ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
+                ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout, headerTimeout: headerTimeout)
             }
         }
         return Application(
             router: router,
             server: server,
-            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: nil,
+                availableConnectionsDelegate: ConnectionLimit(limit: configuration.maxConnections)
+            ),
             onServerRunning: { await onListening($0.localAddress?.port ?? 0) },
             logger: logger
         )

@@ -19,6 +19,10 @@ public struct ServeSettings: Sendable {
     public static let maxDNSMessageBytes = Setting("maxDNSMessageBytes", .positiveInteger)
     public static let rateLimitPerSecond = Setting("rateLimitPerSecond", .nonNegativeNumber)
     public static let rateLimitBurst = Setting("rateLimitBurst", .nonNegativeNumber)
+    public static let maxConnections = Setting("maxConnections", .positiveInteger)
+    public static let idleTimeoutSeconds = Setting("idleTimeoutSeconds", .positiveInteger)
+    public static let headerTimeoutSeconds = Setting("headerTimeoutSeconds", .positiveInteger)
+    public static let maxRequestBodyBytesHeld = Setting("maxRequestBodyBytesHeld", .positiveInteger)
     public static let logLevel = Setting(
         "logLevel",
         .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
@@ -36,7 +40,8 @@ public struct ServeSettings: Sendable {
     /// Every key of `httpdns serve`, in the order docs/SERVICE.md lists them.
     public static let table: [Setting] = [
         listen, upstream, upstreamTCP, tlsCert, tlsKey, maxHostsPerBatch, maxURLLength, maxDNSMessageBytes,
-        rateLimitPerSecond, rateLimitBurst, logLevel, accounts, upstreamTimeoutMs, upstreamTries, cacheMaxEntries,
+        rateLimitPerSecond, rateLimitBurst, maxConnections, idleTimeoutSeconds, headerTimeoutSeconds, maxRequestBodyBytesHeld,
+        logLevel, accounts, upstreamTimeoutMs, upstreamTries, cacheMaxEntries,
         cacheMinTTLSeconds, cacheMaxTTLSeconds, cacheNegativeTTLSeconds, cacheMaxStaleSeconds,
     ]
 
@@ -68,6 +73,10 @@ public struct ServeSettings: Sendable {
         if let value = try await reader.double(Self.rateLimitPerSecond) { server.rateLimitPerSecond = value }
         // Documented: a burst below 1 is raised to 1 (a bucket must hold at least one request).
         if let value = try await reader.double(Self.rateLimitBurst) { server.rateLimitBurst = max(1, value) }
+        if let value = try await reader.int(Self.maxConnections) { server.maxConnections = value }
+        if let value = try await reader.int(Self.idleTimeoutSeconds) { server.idleTimeoutSeconds = Int64(value) }
+        if let value = try await reader.int(Self.headerTimeoutSeconds) { server.headerTimeoutSeconds = Int64(value) }
+        if let value = try await reader.int(Self.maxRequestBodyBytesHeld) { server.maxRequestBodyBytesHeld = value }
         if let value = try await reader.string(Self.logLevel) { logLevel = value }
         if let accounts = try await reader.accounts(Self.accounts) {
             server.accounts = accounts.mapValues {
@@ -98,6 +107,8 @@ public struct ServeSettings: Sendable {
         "tlsCertificatePath": tlsCert, "tlsKeyPath": tlsKey,
         "maxHostsPerBatch": maxHostsPerBatch, "maxURLLength": maxURLLength, "maxDNSMessageBytes": maxDNSMessageBytes,
         "rateLimitPerSecond": rateLimitPerSecond, "rateLimitBurst": rateLimitBurst, "accounts": accounts,
+        "maxConnections": maxConnections, "idleTimeoutSeconds": idleTimeoutSeconds, "headerTimeoutSeconds": headerTimeoutSeconds,
+        "maxRequestBodyBytesHeld": maxRequestBodyBytesHeld,
         "timeoutMs": upstreamTimeoutMs, "tries": upstreamTries,
         "maxEntries": cacheMaxEntries, "minTTLSeconds": cacheMinTTLSeconds, "maxTTLSeconds": cacheMaxTTLSeconds,
         "negativeTTLSeconds": cacheNegativeTTLSeconds, "maxStaleSeconds": cacheMaxStaleSeconds,

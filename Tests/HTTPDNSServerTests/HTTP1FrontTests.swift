@@ -128,6 +128,34 @@ import Testing
         #expect(!channel.isActive, "closed 60 s after the last response")
     }
 
+    @Test func aRequestHeadNotCompleteWithinTheHeaderTimeoutGets408AndTheConnectionCloses() async throws {
+        let f = try ServiceFixture(NativeAPITests.dual)
+        let channel = try f.http1Channel(idleTimeout: .seconds(60), headerTimeout: .seconds(10))
+        // An open connection that has sent nothing is idle, not late: only the idle timeout closes it.
+        channel.embeddedEventLoop.advanceTime(by: .seconds(30))
+        #expect(channel.isActive)
+        try channel.send("GET /d?host=exam")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        #expect(channel.isActive, "within the header timeout of the first byte")
+        try channel.send("ple.test HTTP/1.1\r\nHo")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "more bytes do not extend the deadline")
+        #expect(!channel.isActive)
+    }
+
+    @Test func theHeaderTimeoutStartsAgainWithEachRequest() async throws {
+        let f = try ServiceFixture(NativeAPITests.dual)
+        try await f.prime("api.example.test")
+        let channel = try f.http1Channel(idleTimeout: .seconds(60), headerTimeout: .seconds(10))
+        for _ in 0..<3 {
+            try channel.send("GET /d?host=api.example.test HTTP/1.1\r\n")
+            channel.embeddedEventLoop.advanceTime(by: .seconds(8))
+            try channel.send("Host: x\r\n\r\n")
+            #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
+        }
+        #expect(channel.isActive, "each head came within 10 s of its own first byte")
+    }
+
     @Test func aRequestBeingAnsweredIsNotIdleness() async throws {
         let f = try ServiceFixture(NativeAPITests.dual)
         let channel = try f.http1Channel(idleTimeout: .seconds(60))
@@ -176,12 +204,13 @@ private final class EventRecorder: ChannelInboundHandler {
 
 extension ServiceFixture {
     /// An active channel with the service's HTTP/1.1 pipeline; the tail stands in for the router.
-    func http1Channel(idleTimeout: Duration = .seconds(60)) throws -> EmbeddedChannel {
+    func http1Channel(idleTimeout: Duration = .seconds(60), headerTimeout: Duration = .seconds(10)) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         try ServiceHTTP1Channel.configure(
             channel.pipeline.syncOperations,
             cacheHits: service.cacheHitResponder(logger: Logger(label: "httpdns.test")),
-            idleTimeout: idleTimeout
+            idleTimeout: idleTimeout,
+            headerTimeout: headerTimeout
         )
         // EmbeddedChannel only records the address; nothing is sent anywhere.
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()

@@ -51,20 +51,31 @@ final class HTTP2TestClient {
     /// Frames read from the server and not yet taken by a test.
     private(set) var received: [Frame] = []
 
+    /// The server's side, for tests that look at its state.
+    let connection: HTTP2ServerConnection
+
+    /// - Parameters:
+    ///   - router: stands in for the service's router (fault injection); the service's own by default.
+    ///   - bodyBudget: the request body bytes the service holds, shared by every connection given it.
     init(
         _ fixture: ServiceFixture,
+        router: (any RouterResponding)? = nil,
+        bodyBudget: RequestBodyBudget = RequestBodyBudget(limit: .max),
         configure: (inout HTTP2ServerConnection.Configuration) -> Void = { _ in }
     ) async throws {
         var configuration = HTTP2ServerConnection.Configuration()
         configure(&configuration)
         let logger = Logger(label: "httpdns.test")
-        let router = RouterBridge(
-            responder: fixture.service.makeRouter().buildResponder(),
-            logger: logger,
-            maxBodyBytes: fixture.service.configuration.maxDNSMessageBytes
-        )
-        let connection = HTTP2ServerConnection(
+        let router =
+            router
+            ?? RouterBridge(
+                responder: fixture.service.makeRouter().buildResponder(),
+                logger: logger,
+                maxBodyBytes: fixture.service.configuration.maxDNSMessageBytes
+            )
+        connection = HTTP2ServerConnection(
             configuration: configuration,
+            bodyBudget: bodyBudget,
             cacheHits: fixture.service.cacheHitResponder(logger: logger),
             router: router,
             logger: logger

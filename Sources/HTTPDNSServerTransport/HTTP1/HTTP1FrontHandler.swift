@@ -11,6 +11,9 @@ import NIOSSL
 /// - hands every other request on, unchanged, to the router's side of the pipeline;
 /// - keeps responses in request order on a pipelined connection: while a request handed on has not been answered
 ///   in full, the ones behind it are handed on too;
+/// - answers 408 and closes when a request head whose first bytes have come is not complete within the header
+///   timeout (``RequestBytesWatch``, before the decoder, says when bytes come), so a client that starts a request
+///   and stops holds its connection for that long, not for the idle timeout;
 /// - closes a connection idle for the idle timeout, and quiesces on graceful shutdown (closing at once when no
 ///   request is in progress, else after the last response), for every request, answered here or by the router.
 ///   Hummingbird's connection-state handler would see only the requests handed on, so this one replaces it.
@@ -25,6 +28,10 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let responder: any CacheHitAnswering
     private let idleTimeout: TimeAmount
+    private let headerTimeout: TimeAmount
+    /// Between requests: the next bytes start a request head, and its deadline.
+    private var awaitingHead = true
+    private var headDeadline: Scheduled<Void>?
     private var reading = CacheHitReading.idle
     /// Requests read whose response has not been written in full, wherever they are answered.
     private var requestsInProgress = 0
@@ -41,9 +48,10 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var hitTimers: RequestMetrics.HitTimers
     private var context: ChannelHandlerContext?
 
-    init(responder: any CacheHitAnswering, idleTimeout: TimeAmount) {
+    init(responder: any CacheHitAnswering, idleTimeout: TimeAmount, headerTimeout: TimeAmount) {
         self.responder = responder
         self.idleTimeout = idleTimeout
+        self.headerTimeout = min(headerTimeout, idleTimeout)
         hitTimers = RequestMetrics.HitTimers(metrics: responder.requestMetrics)
     }
 
@@ -54,6 +62,9 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             lastActive = context.eventLoop.now
+            awaitingHead = false
+            headDeadline?.cancel()
+            headDeadline = nil
             requestsInProgress += 1
             if owedByRouter.isEmpty, head.method == .GET, head.isKeepAlive,
                 let (reply, route) = responder.reply(toGET: head.uri, channel: context.channel)
@@ -70,6 +81,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             handOn(data, context: context)
         case .end:
             lastActive = context.eventLoop.now
+            awaitingHead = true
             guard case .answering(let reply, let route, let started) = reading else {
                 reading = .idle
                 handOn(data, context: context)
@@ -108,6 +120,24 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         buffer.writeImmutableBuffer(reply.body)
         context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
         flushPending = true
+    }
+
+    /// Bytes have come from the client (before the decoder has seen them): if they start a request head, its
+    /// deadline starts.
+    func requestBytesArrived() {
+        guard awaitingHead, headDeadline == nil, !endingWithClose, let context else { return }
+        headDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: headerTimeout) { [self] in
+            headDeadline = nil
+            guard awaitingHead, let context = self.context else { return }
+            if requestsInProgress == 0 {
+                // Nothing else is being written: the client is told why.
+                var buffer = context.channel.allocator.buffer(capacity: 96)
+                buffer.writeString("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
+            }
+            endingWithClose = true
+            context.close(promise: nil)
+        }
     }
 
     // MARK: - Responses, idleness and shutdown
@@ -218,12 +248,16 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
+        headDeadline?.cancel()
+        headDeadline = nil
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
+        headDeadline?.cancel()
+        headDeadline = nil
         self.context = nil
     }
 }
@@ -241,4 +275,22 @@ enum CacheHitReading {
     case handingOn
     /// The request is answered here once its end has been read; its body, if any, is dropped.
     case answering(Reply, route: String, started: ContinuousClock.Instant)
+}
+
+/// Before the request decoder: tells ``HTTP1FrontHandler`` when bytes come, so that it can time a request head from
+/// its first byte.
+final class RequestBytesWatch: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let front: HTTP1FrontHandler
+
+    init(front: HTTP1FrontHandler) {
+        self.front = front
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        front.requestBytesArrived()
+        context.fireChannelRead(data)
+    }
 }

@@ -15,6 +15,7 @@ extension HTTP2ServerConnection {
                 return connectionError(.protocolError, "the client's preface starts with \(header.type), not SETTINGS")
             }
             phase = .open
+            endHeaderDeadline()
         }
         switch header.type {
         case .data: receiveData(header, payload: payload)
@@ -59,6 +60,7 @@ extension HTTP2ServerConnection {
             var kept = context?.channel.allocator.buffer(capacity: fragment.readableBytes * 2) ?? ByteBuffer()
             kept.writeImmutableBuffer(fragment)
             pendingHeaderBlock = PendingHeaderBlock(streamID: id, endStream: endStream, dependsOnItself: dependsOnItself, fragment: kept)
+            startHeaderDeadline("the header block of stream \(id)")
             return
         }
         headerBlockComplete(streamID: id, endStream: endStream, block: &fragment, dependsOnItself: dependsOnItself)
@@ -78,6 +80,7 @@ extension HTTP2ServerConnection {
         pendingHeaderBlock = nil
         pending.fragment.writeImmutableBuffer(payload)
         if header.flags.contains(.endHeaders) {
+            endHeaderDeadline()
             headerBlockComplete(
                 streamID: pending.streamID,
                 endStream: pending.endStream,
@@ -104,14 +107,21 @@ extension HTTP2ServerConnection {
         }
         guard id > lastStreamID else {
             if recentlyReset.contains(id) { return }  // trailers the client sent before it heard of the reset
-            return connectionError(.protocolError, "HEADERS on stream \(id), below stream \(lastStreamID) already opened")
+            // A stream at or below the last one opened is closed, whether it was used or skipped (§5.1, §5.1.1).
+            return connectionError(.streamClosed, "HEADERS on stream \(id), which is closed")
         }
         lastStreamID = id
         guard !dependsOnItself else { return streamError(id, .protocolError, "stream \(id) depends on itself") }
         if case .final = drain { return resetStream(id, .refusedStream) }
-        guard streams.count < configuration.maxConcurrentStreams else {
+        guard occupiedStreams < configuration.maxConcurrentStreams else {
             // Counted: a client that ignores the limit is not kept busy refusing it for free.
             resetStream(id, .refusedStream)
+            return countGlitch()
+        }
+        guard Self.headerListSize(fields) <= configuration.maxHeaderListBytes else {
+            // Past what SETTINGS_MAX_HEADER_LIST_SIZE announced, but decoded: this stream is refused, not the
+            // connection (§10.5.1).
+            answerHeaderFieldsTooLarge(streamID: id, requestEnded: endStream)
             return countGlitch()
         }
         let head: HTTP2RequestHead
@@ -124,6 +134,13 @@ extension HTTP2ServerConnection {
             return streamError(id, .protocolError, "content-length \(contentLength) without a body")
         }
         requestReceived(streamID: id, head: head, endStream: endStream)
+    }
+
+    /// A header list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it: each field's name and value, plus 32.
+    static func headerListSize(_ fields: HPACKHeaders) -> Int {
+        var size = 0
+        for field in fields { size += field.name.utf8.count + field.value.utf8.count + 32 }
+        return size
     }
 
     /// HEADERS on a stream whose request is being read: trailers, which must end the request and carry no
@@ -142,16 +159,12 @@ extension HTTP2ServerConnection {
     private func receiveData(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
         let id = header.streamID
         guard id != 0 else { return connectionError(.protocolError, "DATA on stream 0") }
-        // Padding counts against flow control like the data. The window is topped up as soon as half is used,
-        // so a client within its window never meets the check.
+        // Padding counts against flow control like the data. What a stream keeps of its body is credited back to
+        // the connection's window only when the stream lets it go; everything else at once (``letGo(_:)``).
         guard header.length <= receiveWindow else {
             return connectionError(.flowControlError, "DATA past the connection's window")
         }
         receiveWindow -= header.length
-        if receiveWindow < HTTP2Limits.defaultWindowSize / 2 {
-            output.buffer.writeHTTP2WindowUpdate(0, increment: HTTP2Limits.defaultWindowSize - receiveWindow)
-            receiveWindow = HTTP2Limits.defaultWindowSize
-        }
         let endStream = header.flags.contains(.endStream)
         var data = payload
         guard stripPadding(header, &data) else { return }
@@ -162,12 +175,23 @@ extension HTTP2ServerConnection {
             emptyDataFrames = 0
         }
         guard streams[id] != nil else {
-            guard !isIdle(id) else { return connectionError(.protocolError, "DATA on idle stream \(id)") }
-            if recentlyReset.contains(id) { return }
-            // A stream this side finished: the client sent past its own END_STREAM.
-            return streamError(id, .streamClosed, "DATA on closed stream \(id)")
+            letGo(header.length)
+            return receiveDataWithoutStream(id)
         }
         requestBodyReceived(streamID: id, data: data, flowControlledLength: header.length, endStream: endStream)
+        if receiveWindow == 0, creditOwed == 0, phase != .closed {
+            // Held bodies take the whole window. One more byte of credit lets the oldest body either end or go one
+            // byte past the largest a route reads, which the route then refuses (413): never a wait for nothing.
+            output.buffer.writeHTTP2WindowUpdate(0, increment: 1)
+            receiveWindow = 1
+        }
+    }
+
+    private func receiveDataWithoutStream(_ id: UInt32) {
+        guard !isIdle(id) else { return connectionError(.protocolError, "DATA on idle stream \(id)") }
+        if recentlyReset.contains(id) { return }
+        // A stream this side finished: the client sent past its own END_STREAM.
+        streamError(id, .streamClosed, "DATA on closed stream \(id)")
     }
 
     private func receiveResetStream(_ header: HTTP2FrameHeader, payload: ByteBuffer) {
@@ -175,7 +199,7 @@ extension HTTP2ServerConnection {
         guard id != 0 else { return connectionError(.protocolError, "RST_STREAM on stream 0") }
         guard header.length == 4 else { return connectionError(.frameSizeError, "RST_STREAM of \(header.length) bytes") }
         guard !isIdle(id) else { return connectionError(.protocolError, "RST_STREAM on idle stream \(id)") }
-        guard let stream = streams.removeValue(forKey: id) else { return }  // closed already
+        guard let stream = removeStream(id) else { return }  // closed already
         stream.abandon()
         streamEnded()
         countGlitch()
@@ -309,7 +333,7 @@ extension HTTP2ServerConnection {
     func resetStream(_ id: UInt32, _ code: HTTP2ErrorCode) {
         output.buffer.writeHTTP2ResetStream(id, code: code)
         recentlyReset.insert(id)
-        if let stream = streams.removeValue(forKey: id) {
+        if let stream = removeStream(id) {
             stream.abandon()
             streamEnded()
         }

@@ -30,25 +30,41 @@ extension HTTP2ServerConnection {
         streams[id] = stream
     }
 
+    /// A DATA frame on a stream in the table. What the stream keeps of it (its body, up to one byte past the largest
+    /// a route reads) is held until the stream leaves the table, against the connection's window and the service's
+    /// ``RequestBodyBudget``; the rest is let go at once.
     func requestBodyReceived(streamID id: UInt32, data: ByteBuffer, flowControlledLength: Int, endStream: Bool) {
         guard !streams[id]!.requestEnded else {
+            letGo(flowControlledLength)
             return streamError(id, .streamClosed, "DATA after the request on stream \(id) ended")
         }
         guard flowControlledLength <= streams[id]!.receiveWindow else {
+            letGo(flowControlledLength)
             return streamError(id, .flowControlError, "DATA past stream \(id)'s window")
         }
         streams[id]!.receiveWindow -= flowControlledLength
         streams[id]!.bodyBytesReceived += data.readableBytes
         if let contentLength = streams[id]!.head.contentLength, streams[id]!.bodyBytesReceived > contentLength {
+            letGo(flowControlledLength)
             return streamError(id, .protocolError, "more DATA on stream \(id) than its content-length of \(contentLength)")
         }
         let routerHasIt = streams[id]!.answering != nil
+        var kept = 0
         if !routerHasIt {
-            // One byte past the largest body a route reads is kept, so the route can refuse it.
             let room = router.maxBodyBytes + 1 - streams[id]!.body.readableBytes
-            if room > 0, let kept = data.getSlice(at: data.readerIndex, length: min(room, data.readableBytes)) {
-                streams[id]!.body.writeImmutableBuffer(kept)
+            kept = max(0, min(room, data.readableBytes))
+        }
+        letGo(flowControlledLength - kept)
+        if kept > 0 {
+            guard bodyBudget.reserve(kept) else {
+                // The service holds as much request body as it will: the client may try this request again.
+                logger.debug("HTTP/2 request body refused: the service's body budget is spent", metadata: ["http2.stream": "\(id)"])
+                letGo(kept)
+                return resetStream(id, .refusedStream)
             }
+            streams[id]!.heldBytes += kept
+            bodyBytesHeld += kept
+            streams[id]!.body.writeImmutableBuffer(data.getSlice(at: data.readerIndex, length: kept)!)
         }
         if endStream { return requestBodyEnded(streamID: id) }
         guard !routerHasIt else { return }
@@ -58,6 +74,23 @@ extension HTTP2ServerConnection {
         } else if streams[id]!.receiveWindow < HTTP2Limits.defaultWindowSize / 2 {
             output.buffer.writeHTTP2WindowUpdate(id, increment: HTTP2Limits.defaultWindowSize - streams[id]!.receiveWindow)
             streams[id]!.receiveWindow = HTTP2Limits.defaultWindowSize
+        }
+        if bodyBytesHeld > HTTP2Limits.defaultWindowSize / 2 { refuseNewestUnfinishedBodies() }
+    }
+
+    /// Unfinished bodies may hold at most half the connection's window between them, unless one stream holds them
+    /// alone: past that the newest are refused (REFUSED_STREAM) and their bytes credited back, so the oldest can
+    /// always finish. Without this, bodies that each wait for more window could fill it and wait for ever.
+    private func refuseNewestUnfinishedBodies() {
+        var unfinished = streams.filter { !$0.value.requestEnded && $0.value.heldBytes > 0 }.map { (id: $0.key, held: $0.value.heldBytes) }
+        guard unfinished.count > 1 else { return }
+        unfinished.sort { $0.id < $1.id }
+        var total = unfinished.reduce(0) { $0 + $1.held }
+        while unfinished.count > 1, total > HTTP2Limits.defaultWindowSize / 2 {
+            let newest = unfinished.removeLast()
+            total -= newest.held
+            logger.debug("HTTP/2 request body refused: unfinished bodies fill the window", metadata: ["http2.stream": "\(newest.id)"])
+            resetStream(newest.id, .refusedStream)
         }
     }
 

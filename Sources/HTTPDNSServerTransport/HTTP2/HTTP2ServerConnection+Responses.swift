@@ -109,10 +109,21 @@ extension HTTP2ServerConnection {
     /// The response has ended. A request still being sent is cut short with RST_STREAM(NO_ERROR), as RFC 9113
     /// §8.1 asks after a complete response to an unfinished request.
     private func finishStream(_ id: UInt32) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
+        guard let stream = removeStream(id) else { return }
         stream.deadline?.cancel()
         stream.unsentDrained?.succeed()
         if !stream.requestEnded {
+            output.buffer.writeHTTP2ResetStream(id, code: .noError)
+            recentlyReset.insert(id)
+        }
+        streamEnded()
+    }
+
+    /// 431 for a header list past the announced limit, on a stream that never enters the table; a request still
+    /// being sent is cut short, as ``finishStream(_:)`` does.
+    func answerHeaderFieldsTooLarge(streamID id: UInt32, requestEnded: Bool) {
+        output.writeResponseHead(HTTPResponse(status: .requestHeaderFieldsTooLarge, headerFields: [.contentLength: "0"]), streamID: id, endStream: true)
+        if !requestEnded {
             output.buffer.writeHTTP2ResetStream(id, code: .noError)
             recentlyReset.insert(id)
         }

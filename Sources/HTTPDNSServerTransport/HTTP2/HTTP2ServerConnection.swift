@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHPACK
 import NIOSSL
+import Synchronization
 
 /// The server side of one HTTP/2 connection (RFC 9113), on the bytes TLS has decrypted.
 ///
@@ -17,21 +18,26 @@ import NIOSSL
 /// directions, and the connection's life: the idle timeout, a two-step GOAWAY on graceful shutdown, and GOAWAY
 /// with an error code when the client breaks the protocol.
 ///
-/// Protections, each with a bound: concurrent streams, header list and header block size, CONTINUATION frames per
-/// block, request body size, every stream's lifetime, and the output of one read (parsing pauses while the socket
-/// cannot take more; ``BackPressureHandler`` in front stops reading). Clients that reset streams or send malformed
-/// ones too often, or flood control frames (PING, SETTINGS, PRIORITY, empty DATA), are sent away with
-/// ENHANCE_YOUR_CALM, as swift-nio-http2's own limits would.
+/// Protections, each with a bound: concurrent streams (router work a client has reset counts until it ends),
+/// header list and header block size, CONTINUATION frames per block, request body size, the request body bytes held
+/// (per connection by its flow-control window, which is credited back only as held bytes are let go, and over all
+/// connections by ``RequestBodyBudget``), every stream's lifetime, the time a header block may take, and the output
+/// of one read (parsing pauses while the socket cannot take more; ``BackPressureHandler`` in front stops reading).
+/// Clients that reset streams or send malformed ones too often, or flood control frames (PING, SETTINGS, PRIORITY,
+/// empty DATA), are sent away with ENHANCE_YOUR_CALM, as swift-nio-http2's own limits would.
 final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     /// The limits of one connection.
     struct Configuration: Sendable {
-        /// Streams open at once (SETTINGS_MAX_CONCURRENT_STREAMS); one more is refused with REFUSED_STREAM.
+        /// Streams open at once (SETTINGS_MAX_CONCURRENT_STREAMS); one more is refused with REFUSED_STREAM. A
+        /// stream the client has reset counts until the router's work for it has ended.
         var maxConcurrentStreams = 100
-        /// The largest decoded header list (SETTINGS_MAX_HEADER_LIST_SIZE); a larger one ends the connection.
+        /// The largest header list taken (SETTINGS_MAX_HEADER_LIST_SIZE); a larger one is answered with 431.
         var maxHeaderListBytes = 16_384
+        /// The largest header list decoded at all; past it the connection ends, as HPACK's state cannot be trusted.
+        var maxDecodedHeaderListBytes = 65_536
         /// The largest header block before decoding, over HEADERS and its CONTINUATION frames.
         var maxHeaderBlockBytes = 65_536
         /// CONTINUATION frames one header block may take.
@@ -41,6 +47,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         var idleTimeout: TimeAmount = .seconds(60)
         /// Client resets of open streams, and malformed streams, tolerated within `rateWindow`.
         var maxGlitches = 200
+        /// The same, over the connection's whole life (swift-nio-http2's glitch monitor has such a bound too).
+        var maxGlitchesPerConnection = 1_000
+        /// The client's preface and SETTINGS, and every header block, must arrive within this time.
+        var headerTimeout: TimeAmount = .seconds(10)
         /// PING, SETTINGS and PRIORITY frames tolerated within `rateWindow`.
         var maxControlFrames = 200
         var rateWindow: TimeAmount = .seconds(30)
@@ -49,6 +59,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     }
 
     let configuration: Configuration
+    /// Request body bytes held over every connection of the service.
+    let bodyBudget: RequestBodyBudget
     let cacheHits: any CacheHitAnswering
     let router: any RouterResponding
     let logger: Logger
@@ -79,6 +91,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     var sendWindow = HTTP2Limits.defaultWindowSize
     /// How much DATA the client may still send on the connection.
     var receiveWindow = HTTP2Limits.defaultWindowSize
+    /// Flow-controlled bytes the streams in the table hold (their bodies), credited back as they are let go.
+    var bodyBytesHeld = 0
+    /// Bytes let go and not yet credited back with WINDOW_UPDATE.
+    var creditOwed = 0
+    /// Router tasks whose stream has left the table (reset, or answered) and that have not ended yet: they count
+    /// against the stream limit, so that resetting streams does not let a client start more work than the limit.
+    var routerTasksWithoutStream = 0
+    /// When the header block or preface being read must be complete.
+    var headerDeadline: Scheduled<Void>?
     /// Empty DATA frames in a row without END_STREAM.
     var emptyDataFrames = 0
     var hitTimers: RequestMetrics.HitTimers
@@ -87,6 +108,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private var lastActive = NIODeadline.uptimeNanoseconds(0)
     private var idleCheck: Scheduled<Void>?
     private var glitches = RateCounter()
+    private var lifetimeGlitches = 0
     private var controlFrames = RateCounter()
     /// Router tasks still running, and who waits for them all to end once the connection has closed.
     private var routerTasks = 0
@@ -125,8 +147,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// The opaque data of the PING that ends the first step of a graceful shutdown.
     static let drainPing: UInt64 = 0x6874_7470_646E_7321  // "httpdns!"
 
-    init(configuration: Configuration, cacheHits: any CacheHitAnswering, router: any RouterResponding, logger: Logger) {
+    init(
+        configuration: Configuration,
+        bodyBudget: RequestBodyBudget = RequestBodyBudget(limit: .max),
+        cacheHits: any CacheHitAnswering,
+        router: any RouterResponding,
+        logger: Logger
+    ) {
         self.configuration = configuration
+        self.bodyBudget = bodyBudget
         self.cacheHits = cacheHits
         self.router = router
         self.logger = logger
@@ -135,7 +164,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         decoder = HPACKDecoder(
             allocator: ByteBufferAllocator(),
             maxDynamicTableSize: HPACKDecoder.maxDynamicTableSize,
-            maxHeaderListSize: configuration.maxHeaderListBytes
+            maxHeaderListSize: max(configuration.maxDecodedHeaderListBytes, configuration.maxHeaderListBytes)
         )
     }
 
@@ -162,6 +191,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         flushOutput()
         lastActive = context.eventLoop.now
         scheduleIdleCheck(in: configuration.idleTimeout)
+        startHeaderDeadline("the preface")
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -179,9 +209,54 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     private func shutDownStreams() {
         idleCheck?.cancel()
         idleCheck = nil
-        let open = streams
-        streams.removeAll()
-        for stream in open.values { stream.abandon() }
+        headerDeadline?.cancel()
+        headerDeadline = nil
+        for id in Array(streams.keys) { removeStream(id)?.abandon() }
+    }
+
+    /// Takes a stream out of the table: the body bytes it held are let go, and router work still running for it
+    /// goes on counting against the stream limit until it ends.
+    @discardableResult
+    func removeStream(_ id: UInt32) -> HTTP2ServerStream? {
+        guard let stream = streams.removeValue(forKey: id) else { return nil }
+        if stream.answering != nil { routerTasksWithoutStream += 1 }
+        if stream.heldBytes > 0 {
+            bodyBytesHeld -= stream.heldBytes
+            bodyBudget.release(stream.heldBytes)
+            letGo(stream.heldBytes)
+        }
+        return stream
+    }
+
+    /// Streams counted against the limit: those in the table, and router work for streams that have left it.
+    var occupiedStreams: Int { streams.count + routerTasksWithoutStream }
+
+    /// Flow-controlled bytes no longer held: credited back to the client once the window is half used.
+    func letGo(_ count: Int) {
+        creditOwed += count
+        creditIfDue()
+    }
+
+    func creditIfDue() {
+        guard creditOwed > 0, receiveWindow < HTTP2Limits.defaultWindowSize / 2, phase != .closed else { return }
+        output.buffer.writeHTTP2WindowUpdate(0, increment: creditOwed)
+        receiveWindow += creditOwed
+        creditOwed = 0
+    }
+
+    /// The preface, or a header block, must be complete by `headerTimeout`: a client that starts one and stops
+    /// holds the connection for no longer.
+    func startHeaderDeadline(_ what: String) {
+        guard headerDeadline == nil, let context else { return }
+        headerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: configuration.headerTimeout) { [self] in
+            headerDeadline = nil
+            connectionError(.protocolError, "\(what) was not complete within the header timeout")
+        }
+    }
+
+    func endHeaderDeadline() {
+        headerDeadline?.cancel()
+        headerDeadline = nil
     }
 
     /// Succeeds once the connection has closed and every router task it started has ended: what the server
@@ -203,11 +278,17 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// A router task has ended. Its stream should have ended with it; if not (the response's body failed, or never
     /// finished), the stream is reset rather than left to its deadline.
     func routerTaskEnded(streamID id: UInt32) {
-        if streams[id] != nil, phase != .closed {
-            logger.debug("HTTP/2 response ended unfinished", metadata: ["http2.stream": "\(id)"])
-            resetStream(id, .internalError)
-            flushOutput()
+        if streams[id] != nil {
+            if phase != .closed {
+                logger.debug("HTTP/2 response ended unfinished", metadata: ["http2.stream": "\(id)"])
+                resetStream(id, .internalError)
+                flushOutput()
+            } else {
+                removeStream(id)
+            }
         }
+        // Its stream has left the table by now, one way or another.
+        routerTasksWithoutStream -= 1
         routerTasks -= 1
         if routerTasks == 0 {
             routerTasksEnded?.succeed()
@@ -344,7 +425,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// (RFC 9113 §10.5; the "rapid reset" attack).
     func countGlitch() {
         guard let now = context?.eventLoop.now else { return }
-        if glitches.record(at: now, window: configuration.rateWindow) > configuration.maxGlitches {
+        lifetimeGlitches += 1
+        if glitches.record(at: now, window: configuration.rateWindow) > configuration.maxGlitches
+            || lifetimeGlitches > configuration.maxGlitchesPerConnection
+        {
             connectionError(.enhanceYourCalm, "too many reset or malformed streams")
         }
     }
@@ -413,10 +497,13 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     private func readFrames() {
         if case .awaitingPreface = phase {
-            guard inbound.readableBytes >= HTTP2Limits.clientPreface.count else { return }
-            guard inbound.readBytes(length: HTTP2Limits.clientPreface.count) == HTTP2Limits.clientPreface else {
+            // Told apart at the first byte that differs, not only once 24 bytes have come.
+            let count = min(inbound.readableBytes, HTTP2Limits.clientPreface.count)
+            guard inbound.readableBytesView.prefix(count).elementsEqual(HTTP2Limits.clientPreface.prefix(count)) else {
                 return connectionError(.protocolError, "not the HTTP/2 client preface")
             }
+            guard count == HTTP2Limits.clientPreface.count else { return }
+            inbound.moveReaderIndex(forwardBy: count)
             phase = .awaitingSettings
         }
         while phase != .closed, let header = HTTP2FrameHeader(peekingAt: inbound) {
@@ -448,13 +535,22 @@ extension HTTP2ServerConnection {
         let cacheHits: any CacheHitAnswering
         let router: any RouterResponding
         let idleTimeout: Duration
+        let headerTimeout: Duration
+        let bodyBudget: RequestBodyBudget
 
         /// Adds the connection's handlers; returns a future that succeeds once the connection has closed and its
         /// router tasks have ended.
         func configure(_ channel: any Channel) throws -> EventLoopFuture<Void> {
             var configuration = Configuration()
             configuration.idleTimeout = TimeAmount(idleTimeout)
-            let connection = HTTP2ServerConnection(configuration: configuration, cacheHits: cacheHits, router: router, logger: router.logger)
+            configuration.headerTimeout = min(TimeAmount(headerTimeout), configuration.idleTimeout)
+            let connection = HTTP2ServerConnection(
+                configuration: configuration,
+                bodyBudget: bodyBudget,
+                cacheHits: cacheHits,
+                router: router,
+                logger: router.logger
+            )
             // Reads wait while the socket cannot take more: hits are answered as they are read.
             try channel.pipeline.syncOperations.addHandler(BackPressureHandler())
             try channel.pipeline.syncOperations.addHandler(connection)
@@ -496,4 +592,34 @@ struct RateCounter {
         count += 1
         return count
     }
+}
+
+/// Request body bytes held at once over every HTTP/2 connection of the service: a stream whose next DATA frame
+/// would take the total past the limit is refused (REFUSED_STREAM, which a client may retry), so many connections
+/// each within its own window cannot add up to more than the limit.
+public final class RequestBodyBudget: Sendable {
+    public let limit: Int
+    private let held = Atomic<Int>(0)
+
+    public init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Takes `count` bytes from the budget; false, taking nothing, when they do not fit.
+    func reserve(_ count: Int) -> Bool {
+        var current = held.load(ordering: .relaxed)
+        while true {
+            guard count <= limit - current else { return false }
+            let (exchanged, original) = held.compareExchange(expected: current, desired: current + count, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    func release(_ count: Int) {
+        held.subtract(count, ordering: .relaxed)
+    }
+
+    /// Bytes held now.
+    public var bytesHeld: Int { held.load(ordering: .relaxed) }
 }

@@ -9,6 +9,9 @@ struct HTTP2ServerStream {
     var body = ByteBuffer()
     /// All the DATA the client sent, to check against `content-length`.
     var bodyBytesReceived = 0
+    /// Body bytes kept for the router, held (against the connection's window and the service's budget) until the
+    /// stream leaves the table.
+    var heldBytes = 0
     var requestEnded = false
     /// How much more DATA the client may send on this stream before this side tops the window up.
     var receiveWindow = HTTP2Limits.defaultWindowSize

@@ -7,7 +7,7 @@ import NIOCore
 ///   the end of the pipeline and be lost, and the shutdown would wait for a handshake that may never come.
 /// - A shutdown that arrives after the protocol is chosen but before its handlers are in place is remembered, and
 ///   ``replay(on:)`` tells them.
-/// - A handshake not finished within `timeout` (the service's idle timeout) closes the connection, so a client that
+/// - A handshake not finished within `timeout` (the service's header timeout) closes the connection, so a client that
 ///   connects and says nothing, or speaks too slowly, holds a descriptor for no longer than an idle one would.
 final class HandshakeWatch: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny

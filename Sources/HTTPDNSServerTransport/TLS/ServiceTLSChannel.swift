@@ -42,12 +42,21 @@ public struct ServiceTLSChannel: HTTPChannelHandler {
         responder: @escaping HTTPChannelHandler.Responder,
         cacheHits: any CacheHitAnswering,
         router: any RouterResponding,
-        idleTimeout: Duration
+        idleTimeout: Duration,
+        headerTimeout: Duration = .seconds(10),
+        bodyBudget: RequestBodyBudget = RequestBodyBudget(limit: 16 << 20)
     ) {
         self.sslContext = sslContext
-        http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout)
-        http2 = HTTP2ServerConnection.Setup(cacheHits: cacheHits, router: router, idleTimeout: idleTimeout)
-        handshakeTimeout = TimeAmount(idleTimeout)
+        http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout, headerTimeout: headerTimeout)
+        http2 = HTTP2ServerConnection.Setup(
+            cacheHits: cacheHits,
+            router: router,
+            idleTimeout: idleTimeout,
+            headerTimeout: headerTimeout,
+            bodyBudget: bodyBudget
+        )
+        // The handshake is the start of the first request: it has the header timeout.
+        handshakeTimeout = TimeAmount(min(headerTimeout, idleTimeout))
     }
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Hostile HTTP/2 and HTTP/1.1 clients for measuring what a client can make `httpdns serve` hold.
+
+Every mode opens its connections, does its harm, prints one JSON line saying what it did, then holds everything
+open until stdin closes (or for --hold seconds), so a caller can read the server's memory and state meanwhile.
+
+  bodies      N connections, each opening S `POST /dns-query` streams and sending as much body as the server's
+              flow control allows (at most --body bytes per stream), never ending one.
+  half-sent   N connections, each sending half an HTTP/1.1 request line (or, with --h2, an unfinished header
+              block) and nothing more.
+  reset       one connection opening and resetting streams (rapid reset); prints how many streams went out and
+              how the connection ended.
+
+Usage: hostile-h2.py MODE --port P [--host 127.0.0.1] [--cafile F] [--server-name N] [--connections N] ...
+Needs python3's h2 (pip install h2).
+"""
+import argparse
+import json
+import select
+import socket
+import ssl
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.exceptions
+
+
+def connect(args, alpn):
+    raw = socket.create_connection((args.host, args.port), timeout=10)
+    if args.plain:
+        return raw
+    context = ssl.create_default_context(cafile=args.cafile)
+    context.set_alpn_protocols([alpn])
+    return context.wrap_socket(raw, server_hostname=args.server_name)
+
+
+def h2_connection(sock):
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return conn
+
+
+def pump(sock, conn, quiet_for=0.3, until=None):
+    """Reads what the server sends until it is quiet for `quiet_for` seconds; returns the events, and whether
+    the connection ended."""
+    events, ended = [], False
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if until is not None and until(events):
+            break
+        readable, _, _ = select.select([sock], [], [], quiet_for)
+        if not readable:
+            break
+        try:
+            data = sock.recv(65536)
+        except (ssl.SSLError, OSError):
+            ended = True
+            break
+        if not data:
+            ended = True
+            break
+        try:
+            events += conn.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            ended = True
+            break
+        out = conn.data_to_send()
+        if out:
+            try:
+                sock.sendall(out)
+            except OSError:
+                ended = True
+                break
+    return events, ended
+
+
+def post_headers(args):
+    return [(":method", "POST"), (":scheme", "https"), (":authority", args.server_name), (":path", "/dns-query"),
+            ("content-type", "application/dns-message")]
+
+
+def bodies(args):
+    socks, sent, refused = [], 0, 0
+    for _ in range(args.connections):
+        sock = connect(args, "h2")
+        conn = h2_connection(sock)
+        pump(sock, conn)
+        for index in range(args.streams):
+            stream = 1 + 2 * index
+            try:
+                conn.send_headers(stream, post_headers(args))
+            except h2.exceptions.ProtocolError:
+                break
+            sock.sendall(conn.data_to_send())
+        # Send body while the server gives credit, never ending a stream.
+        for _ in range(64):
+            progressed = False
+            for index in range(args.streams):
+                stream = 1 + 2 * index
+                try:
+                    room = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size,
+                               args.body - sent_on(conn, stream))
+                except (KeyError, h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
+                    continue
+                if room <= 0:
+                    continue
+                try:
+                    conn.send_data(stream, b"\0" * room)
+                except h2.exceptions.ProtocolError:
+                    continue
+                record_sent(conn, stream, room)
+                sent += room
+                progressed = True
+            out = conn.data_to_send()
+            if out:
+                sock.sendall(out)
+            events, ended = pump(sock, conn, quiet_for=0.05)
+            refused += sum(1 for e in events if isinstance(e, h2.events.StreamReset))
+            if ended or not progressed and not any(isinstance(e, h2.events.WindowUpdated) for e in events):
+                break
+        socks.append((sock, conn))
+    report({"mode": "bodies", "connections": len(socks), "bodyBytesSent": sent, "streamsReset": refused})
+    hold(args, socks)
+
+
+SENT = {}
+
+
+def sent_on(conn, stream):
+    return SENT.get((id(conn), stream), 0)
+
+
+def record_sent(conn, stream, count):
+    SENT[(id(conn), stream)] = sent_on(conn, stream) + count
+
+
+def half_sent(args):
+    socks = []
+    for _ in range(args.connections):
+        try:
+            sock = connect(args, "h2" if args.h2 else "http/1.1")
+        except OSError as error:
+            report({"mode": "half-sent", "connections": len(socks), "error": str(error)})
+            break
+        if args.h2:
+            conn = h2_connection(sock)
+            # HEADERS without END_HEADERS: a header block that never ends.
+            sock.sendall(b"\x00\x00\x01\x01\x00\x00\x00\x00\x01" + b"\x82")
+            socks.append((sock, conn))
+        else:
+            sock.sendall(b"GET /d?host=exam")
+            socks.append((sock, None))
+    else:
+        report({"mode": "half-sent", "connections": len(socks)})
+    hold(args, socks)
+
+
+def reset(args):
+    sock = connect(args, "h2")
+    conn = h2_connection(sock)
+    pump(sock, conn)
+    opened, ended, code = 0, False, None
+    headers = [(":method", "GET"), (":scheme", "https"), (":authority", args.server_name),
+               (":path", args.path)]
+    for index in range(args.streams):
+        stream = 1 + 2 * index
+        try:
+            conn.send_headers(stream, headers, end_stream=True)
+            conn.reset_stream(stream)
+        except h2.exceptions.ProtocolError:
+            break
+        opened += 1
+        try:
+            sock.sendall(conn.data_to_send())
+        except OSError:
+            ended = True
+            break
+        if index % 50 == 49:
+            events, ended = pump(sock, conn, quiet_for=0.01)
+            for event in events:
+                if isinstance(event, h2.events.ConnectionTerminated):
+                    ended, code = True, int(event.error_code)
+            if ended:
+                break
+    if not ended:
+        events, ended = pump(sock, conn, quiet_for=1)
+        for event in events:
+            if isinstance(event, h2.events.ConnectionTerminated):
+                ended, code = True, int(event.error_code)
+    report({"mode": "reset", "streamsOpened": opened, "connectionEnded": ended, "goAwayCode": code})
+    hold(args, [(sock, conn)])
+
+
+REPORT_TO_STDERR = False
+
+
+def report(value):
+    print(json.dumps(value), file=sys.stderr if REPORT_TO_STDERR else sys.stdout, flush=True)
+
+
+def hold(args, socks):
+    if args.hold is not None:
+        time.sleep(args.hold)
+    else:
+        sys.stdin.read()
+    for sock, _ in socks:
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["bodies", "half-sent", "reset"])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cafile")
+    parser.add_argument("--server-name", default="localhost")
+    parser.add_argument("--plain", action="store_true", help="no TLS (half-sent HTTP/1.1 only)")
+    parser.add_argument("--h2", action="store_true", help="half-sent: an unfinished HTTP/2 header block")
+    parser.add_argument("--connections", type=int, default=1)
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--body", type=int, default=65536)
+    parser.add_argument("--path", default="/healthz")
+    parser.add_argument("--hold", type=float, help="seconds to hold the connections (default: until stdin closes)")
+    parser.add_argument("--report-stderr", action="store_true", help="print the report on stderr, not stdout")
+    args = parser.parse_args()
+    global REPORT_TO_STDERR
+    REPORT_TO_STDERR = args.report_stderr
+    {"bodies": bodies, "half-sent": half_sent, "reset": reset}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()
