@@ -84,58 +84,73 @@ def post_headers(args):
 
 
 def bodies(args):
-    socks, sent, refused = [], 0, 0
+    conns = []
     for _ in range(args.connections):
         sock = connect(args, "h2")
         conn = h2_connection(sock)
-        pump(sock, conn)
         for index in range(args.streams):
-            stream = 1 + 2 * index
-            try:
-                conn.send_headers(stream, post_headers(args))
-            except h2.exceptions.ProtocolError:
-                break
-            sock.sendall(conn.data_to_send())
-        # Send body while the server gives credit, never ending a stream.
-        for _ in range(64):
-            progressed = False
+            conn.send_headers(1 + 2 * index, post_headers(args))
+        sock.sendall(conn.data_to_send())
+        sock.setblocking(False)
+        conns.append((sock, conn, {"sent": {}, "reset": 0, "ended": False}))
+    # Rounds over every connection at once: read what the server sent, then send body wherever there is credit,
+    # never ending a stream, until a round moves nothing.
+    total = 0
+    for _ in range(args.rounds):
+        progressed = False
+        readable, _, _ = select.select([c[0] for c in conns if not c[2]["ended"]], [], [], 0.2)
+        for sock, conn, state in conns:
+            if state["ended"]:
+                continue
+            if sock in readable:
+                data = b""
+                while True:  # every TLS record that has come, not only the first
+                    try:
+                        chunk = sock.recv(1 << 20)
+                    except (ssl.SSLWantReadError, BlockingIOError):
+                        break
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        state["ended"] = not data
+                        break
+                    data += chunk
+                if state["ended"]:
+                    continue
+                if data:
+                    try:
+                        events = conn.receive_data(data)
+                    except h2.exceptions.ProtocolError:
+                        state["ended"] = True
+                        continue
+                    state["reset"] += sum(1 for e in events if isinstance(e, h2.events.StreamReset))
+                    progressed = progressed or any(isinstance(e, h2.events.WindowUpdated) for e in events)
             for index in range(args.streams):
                 stream = 1 + 2 * index
                 try:
                     room = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size,
-                               args.body - sent_on(conn, stream))
-                except (KeyError, h2.exceptions.StreamClosedError, h2.exceptions.NoSuchStreamError):
-                    continue
-                if room <= 0:
-                    continue
-                try:
+                               args.body - state["sent"].get(stream, 0))
+                    if room <= 0:
+                        continue
                     conn.send_data(stream, b"\0" * room)
-                except h2.exceptions.ProtocolError:
+                except (KeyError, h2.exceptions.ProtocolError):
                     continue
-                record_sent(conn, stream, room)
-                sent += room
+                state["sent"][stream] = state["sent"].get(stream, 0) + room
+                total += room
                 progressed = True
             out = conn.data_to_send()
             if out:
-                sock.sendall(out)
-            events, ended = pump(sock, conn, quiet_for=0.05)
-            refused += sum(1 for e in events if isinstance(e, h2.events.StreamReset))
-            if ended or not progressed and not any(isinstance(e, h2.events.WindowUpdated) for e in events):
-                break
-        socks.append((sock, conn))
-    report({"mode": "bodies", "connections": len(socks), "bodyBytesSent": sent, "streamsReset": refused})
-    hold(args, socks)
-
-
-SENT = {}
-
-
-def sent_on(conn, stream):
-    return SENT.get((id(conn), stream), 0)
-
-
-def record_sent(conn, stream, count):
-    SENT[(id(conn), stream)] = sent_on(conn, stream) + count
+                sock.setblocking(True)
+                try:
+                    sock.sendall(out)
+                except OSError:
+                    state["ended"] = True
+                sock.setblocking(False)
+        if not progressed:
+            break
+    report({"mode": "bodies", "connections": sum(1 for c in conns if not c[2]["ended"]), "bodyBytesSent": total,
+            "streamsReset": sum(c[2]["reset"] for c in conns)})
+    hold(args, [(c[0], c[1]) for c in conns])
 
 
 def half_sent(args):
@@ -162,7 +177,7 @@ def half_sent(args):
 def reset(args):
     sock = connect(args, "h2")
     conn = h2_connection(sock)
-    pump(sock, conn)
+    pump(sock, conn, quiet_for=0.05)
     opened, ended, code = 0, False, None
     headers = [(":method", "GET"), (":scheme", "https"), (":authority", args.server_name),
                (":path", args.path)]
@@ -226,6 +241,7 @@ def main():
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--body", type=int, default=65536)
+    parser.add_argument("--rounds", type=int, default=64, help="bodies: rounds of sending over every connection")
     parser.add_argument("--path", default="/healthz")
     parser.add_argument("--hold", type=float, help="seconds to hold the connections (default: until stdin closes)")
     parser.add_argument("--report-stderr", action="store_true", help="print the report on stderr, not stdout")

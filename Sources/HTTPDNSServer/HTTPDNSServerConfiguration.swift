@@ -26,8 +26,8 @@ public struct HTTPDNSServerConfiguration: Sendable {
     /// every descriptor. Default 60 s.
     public var idleTimeoutSeconds: Int64 = 60
     /// A request head (HTTP/1.1), a header block or the client's preface (HTTP/2), and the TLS handshake must each
-    /// be complete within this long of their first byte; past it the connection closes (HTTP/1.1 with 408). At
-    /// most the idle timeout. Default 10 s.
+    /// be complete within this long of their first byte; past it the connection closes (HTTP/1.1 with 408). The
+    /// idle timeout, when shorter, is used instead. Default 10 s.
     public var headerTimeoutSeconds: Int64 = 10
     /// Connections open at once; past it the service stops accepting until one closes. Keep it under the process's
     /// descriptor limit (`ulimit -n`). Default 1,024.
@@ -78,11 +78,8 @@ public struct HTTPDNSServerConfiguration: Sendable {
         guard idleTimeoutSeconds > 0 else {
             throw ConfigurationError(key: "idleTimeoutSeconds", reason: "must be a positive number of seconds, not \(idleTimeoutSeconds)")
         }
-        guard headerTimeoutSeconds > 0, headerTimeoutSeconds <= idleTimeoutSeconds else {
-            throw ConfigurationError(
-                key: "headerTimeoutSeconds",
-                reason: "must be a positive number of seconds no longer than idleTimeoutSeconds (\(idleTimeoutSeconds)), not \(headerTimeoutSeconds)"
-            )
+        guard headerTimeoutSeconds > 0 else {
+            throw ConfigurationError(key: "headerTimeoutSeconds", reason: "must be a positive number of seconds, not \(headerTimeoutSeconds)")
         }
         guard upstreamRetryAfterSeconds >= 0 else {
             throw ConfigurationError(key: "upstreamRetryAfterSeconds", reason: "must be a number of seconds ≥ 0, not \(upstreamRetryAfterSeconds)")

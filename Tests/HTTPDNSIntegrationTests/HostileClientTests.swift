@@ -72,7 +72,7 @@ struct HostileClientTests {
         let hostile = try ChildProcess(
             executable: python,
             arguments: [
-                "scripts/hostile-h2.py", "half-sent", "--plain", "--port", "\(server.port)", "--connections", "4", "--hold", "60",
+                "scripts/hostile-h2.py", "half-sent", "--plain", "--port", "\(server.port)", "--connections", "4", "--hold", "120",
                 "--report-stderr",
             ]
         )
@@ -82,7 +82,8 @@ struct HostileClientTests {
         let curl = try ServeLiveTests.tool("curl")
         let honest = try await ChildProcess.run(
             executable: curl,
-            arguments: ["-s", "-w", " %{http_code}", "http://127.0.0.1:\(server.port)/healthz"]
+            // Within 8 s: the header timeout frees a slot after 1 s; the idle timeout alone would take 60 s.
+            arguments: ["-s", "-m", "8", "-w", " %{http_code}", "http://127.0.0.1:\(server.port)/healthz"]
         )
         #expect(honest.stdout == #"{"status":"ok"} 200"#)
         let metrics = try await ChildProcess.run(executable: curl, arguments: ["-s", "http://127.0.0.1:\(server.port)/metrics"])

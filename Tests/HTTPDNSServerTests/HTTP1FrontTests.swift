@@ -143,6 +143,35 @@ import Testing
         #expect(!channel.isActive)
     }
 
+    @Test func aStalledSecondHeadGets408AfterTheFirstIsAnswered() async throws {
+        let f = try ServiceFixture(NativeAPITests.dual)
+        try await f.prime("api.example.test")
+        let channel = try f.http1Channel(idleTimeout: .seconds(60), headerTimeout: .seconds(10))
+        try channel.send(Self.hit)
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 200 OK"))
+        // Line breaks between requests start nothing; a request line does.
+        try channel.send("\r\n")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(20))
+        #expect(channel.isActive)
+        try channel.send("GET /d?host=api")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+        #expect(!channel.isActive)
+    }
+
+    @Test func aStalledHeadBehindAnUnansweredRequestWaitsForItsResponseThenCloses() async throws {
+        let f = try ServiceFixture(NativeAPITests.dual)
+        let channel = try f.http1Channel(idleTimeout: .seconds(60), headerTimeout: .seconds(10))
+        try channel.send(Self.miss)
+        _ = try channel.handedOn()
+        try channel.send("GET /d?host=api")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        #expect(channel.isActive, "the router's response is not cut off")
+        try channel.answerAsRouter()
+        #expect(try channel.sent().hasPrefix("HTTP/1.1 204"))
+        #expect(!channel.isActive, "closed after it, without a 408 in the middle")
+    }
+
     @Test func theHeaderTimeoutStartsAgainWithEachRequest() async throws {
         let f = try ServiceFixture(NativeAPITests.dual)
         try await f.prime("api.example.test")

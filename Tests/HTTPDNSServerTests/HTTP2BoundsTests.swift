@@ -141,6 +141,34 @@ import Testing
         router.releaseAll()
         let answered = try await client.response(3)
         #expect(answered.status == "204")
+        // Once every task has ended, nothing is counted any more.
+        let settled = try await client.channel.eventLoop.submit { client.connection.closedAndSettled() }.get()
+        try await client.channel.close()
+        try await settled.get()
+        #expect(client.connection.occupiedStreams == 0)
+        #expect(client.connection.routerWorkWithoutStream.isEmpty)
+    }
+
+    @Test func aBodyTheRouterStillHoldsAfterAResetStaysCounted() async throws {
+        let router = HeldRouter()
+        let budget = RequestBodyBudget(limit: 1 << 20)
+        let client = try await HTTP2TestClient(try ServiceFixture(NativeAPITests.dual), router: router, bodyBudget: budget)
+        try await client.start()
+        var bytes = try postHeaders(client, 1)
+        bytes.writeImmutableBuffer(Self.data(1, 5_000, endStream: true))
+        try await client.send(bytes)
+        await router.waitForRequests(1)
+        var cancel = ByteBuffer()
+        cancel.writeInteger(HTTPDNSServerTransport.HTTP2ErrorCode.cancel.rawValue)
+        try await client.send(HTTP2TestClient.frame(.rstStream, stream: 1, payload: cancel))
+        let frames = try await client.drain()
+        #expect(budget.bytesHeld == 5_000, "the router still has the body: \(frames)")
+        #expect(Self.windowUpdates(frames, stream: 0) == [])
+        let settled = try await client.channel.eventLoop.submit { client.connection.closedAndSettled() }.get()
+        router.releaseAll()
+        try await client.channel.close()
+        try await settled.get()
+        #expect(budget.bytesHeld == 0)
     }
 
     @Test func glitchesAreBoundedOverTheConnectionsLife() async throws {
@@ -200,6 +228,29 @@ import Testing
         let goAway = try await client.next()
         #expect(goAway.type == .goAway && goAway.errorCode == .protocolError)
         try await client.waitForClose()
+    }
+
+    @Test func aHeaderBlockCompletedInTimeEndsItsDeadline() async throws {
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.headerTimeout = .seconds(10) }
+        try await client.start()
+        let block = try client.headerBlock(HTTP2TestClient.requestFields("/healthz"))
+        try await client.send(HTTP2TestClient.frame(.headers, flags: .endStream, stream: 1, payload: block.getSlice(at: 0, length: 5)!))
+        await client.channel.testingEventLoop.advanceTime(by: .seconds(9))
+        let rest = block.getSlice(at: 5, length: block.readableBytes - 5)!
+        try await client.send(HTTP2TestClient.frame(.continuation, flags: .endHeaders, stream: 1, payload: rest))
+        #expect(try await client.response(1).status == "200")
+        await client.channel.testingEventLoop.advanceTime(by: .seconds(5))
+        #expect(client.channel.isActive, "the deadline ended with the block")
+    }
+
+    @Test func aHeadersFrameSentSlowlyHasTheHeaderTimeoutToo() async throws {
+        let client = try await HTTP2TestClient(try ServiceFixture()) { $0.headerTimeout = .seconds(10) }
+        try await client.start()
+        let frame = HTTP2TestClient.frame(.headers, flags: [.endHeaders, .endStream], stream: 1, payload: try client.headerBlock(HTTP2TestClient.requestFields("/healthz")))
+        try await client.send(frame.getSlice(at: 0, length: 12)!)
+        await client.channel.testingEventLoop.advanceTime(by: .seconds(10))
+        let goAway = try await client.next()
+        #expect(goAway.type == .goAway && goAway.errorCode == .protocolError)
     }
 
     @Test func thePrefaceMustArriveWithinTheHeaderTimeout() async throws {

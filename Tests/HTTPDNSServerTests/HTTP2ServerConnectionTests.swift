@@ -592,9 +592,10 @@ import Testing
         #expect(try await client.next().errorCode == .protocolError)
     }
 
-    @Test(arguments: [UInt32(3), 5])
-    func headersOnAClosedStreamAreStreamClosed(_ stream: UInt32) async throws {
-        // Stream 5 was used and answered; stream 3 was skipped, so opening 5 closed it (RFC 9113 §5.1.1).
+    @Test(arguments: [(UInt32(5), HTTP2ErrorCode.streamClosed), (3, .protocolError)])
+    func headersBelowTheLastStreamAreStreamClosedOrAnUnexpectedID(_ stream: UInt32, _ code: HTTP2ErrorCode) async throws {
+        // Stream 5 was used and answered: closed (RFC 9113 §5.1). Stream 3 was skipped: an unexpected stream
+        // identifier (§5.1.1).
         let fixture = try await primed()
         let client = try await HTTP2TestClient(fixture)
         try await client.start()
@@ -602,7 +603,7 @@ import Testing
         _ = try await client.response(5)
         try await client.request(stream, Self.hitPath)
         let goAway = try await client.next()
-        #expect(goAway.type == .goAway && goAway.errorCode == .streamClosed)
+        #expect(goAway.type == .goAway && goAway.errorCode == code)
     }
 
     @Test func theClientMustStartWithThePreface() async throws {

@@ -129,13 +129,17 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         headDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: headerTimeout) { [self] in
             headDeadline = nil
             guard awaitingHead, let context = self.context else { return }
-            if requestsInProgress == 0 {
-                // Nothing else is being written: the client is told why.
-                var buffer = context.channel.allocator.buffer(capacity: 96)
-                buffer.writeString("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-                context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
-            }
+            // Nothing more is read or answered.
             endingWithClose = true
+            guard requestsInProgress == 0 else {
+                // A response to an earlier request is still being written: it is finished first, then the close.
+                closeAfterLastResponse = true
+                return
+            }
+            // Nothing else is being written: the client is told why.
+            var buffer = context.channel.allocator.buffer(capacity: 96)
+            buffer.writeString("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+            context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
             context.close(promise: nil)
         }
     }
@@ -290,7 +294,11 @@ final class RequestBytesWatch: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        front.requestBytesArrived()
+        // Line breaks between requests (RFC 9112 §2.2 lets a client send them) start no request.
+        let bytes = unwrapInboundIn(data)
+        if bytes.readableBytesView.contains(where: { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }) {
+            front.requestBytesArrived()
+        }
         context.fireChannelRead(data)
     }
 }

@@ -63,6 +63,7 @@ extension HTTP2ServerConnection {
             startHeaderDeadline("the header block of stream \(id)")
             return
         }
+        endHeaderDeadline()
         headerBlockComplete(streamID: id, endStream: endStream, block: &fragment, dependsOnItself: dependsOnItself)
     }
 
@@ -107,16 +108,20 @@ extension HTTP2ServerConnection {
         }
         guard id > lastStreamID else {
             if recentlyReset.contains(id) { return }  // trailers the client sent before it heard of the reset
-            // A stream at or below the last one opened is closed, whether it was used or skipped (§5.1, §5.1.1).
-            return connectionError(.streamClosed, "HEADERS on stream \(id), which is closed")
+            guard openedStreamIDs.wasOpened(id) else {
+                return connectionError(.protocolError, "HEADERS on stream \(id), below stream \(lastStreamID) already opened")
+            }
+            return connectionError(.streamClosed, "HEADERS on stream \(id), which is closed")  // §5.1
         }
         lastStreamID = id
+        openedStreamIDs.open(id)
         guard !dependsOnItself else { return streamError(id, .protocolError, "stream \(id) depends on itself") }
         if case .final = drain { return resetStream(id, .refusedStream) }
         guard occupiedStreams < configuration.maxConcurrentStreams else {
-            // Counted: a client that ignores the limit is not kept busy refusing it for free.
             resetStream(id, .refusedStream)
-            return countGlitch()
+            // Counted when the client itself broke the limit: it is not kept busy refusing it for free.
+            if streams.count >= configuration.maxConcurrentStreams { countGlitch() }
+            return
         }
         guard Self.headerListSize(fields) <= configuration.maxHeaderListBytes else {
             // Past what SETTINGS_MAX_HEADER_LIST_SIZE announced, but decoded: this stream is refused, not the
@@ -182,8 +187,10 @@ extension HTTP2ServerConnection {
         if receiveWindow == 0, creditOwed == 0, phase != .closed {
             // Held bodies take the whole window. One more byte of credit lets the oldest body either end or go one
             // byte past the largest a route reads, which the route then refuses (413): never a wait for nothing.
+            // The byte is taken back from the next bytes let go.
             output.buffer.writeHTTP2WindowUpdate(0, increment: 1)
             receiveWindow = 1
+            creditGivenAhead += 1
         }
     }
 
@@ -199,7 +206,7 @@ extension HTTP2ServerConnection {
         guard id != 0 else { return connectionError(.protocolError, "RST_STREAM on stream 0") }
         guard header.length == 4 else { return connectionError(.frameSizeError, "RST_STREAM of \(header.length) bytes") }
         guard !isIdle(id) else { return connectionError(.protocolError, "RST_STREAM on idle stream \(id)") }
-        guard let stream = removeStream(id) else { return }  // closed already
+        guard let stream = removeStream(id, reset: true) else { return }  // closed already
         stream.abandon()
         streamEnded()
         countGlitch()
@@ -333,7 +340,7 @@ extension HTTP2ServerConnection {
     func resetStream(_ id: UInt32, _ code: HTTP2ErrorCode) {
         output.buffer.writeHTTP2ResetStream(id, code: code)
         recentlyReset.insert(id)
-        if let stream = removeStream(id) {
+        if let stream = removeStream(id, reset: true) {
             stream.abandon()
             streamEnded()
         }

@@ -82,7 +82,9 @@ extension HTTP2ServerConnection {
     /// alone: past that the newest are refused (REFUSED_STREAM) and their bytes credited back, so the oldest can
     /// always finish. Without this, bodies that each wait for more window could fill it and wait for ever.
     private func refuseNewestUnfinishedBodies() {
-        var unfinished = streams.filter { !$0.value.requestEnded && $0.value.heldBytes > 0 }.map { (id: $0.key, held: $0.value.heldBytes) }
+        // A body the router already has (one past the limit, being refused) is not unfinished: its work has begun.
+        var unfinished = streams.filter { !$0.value.requestEnded && $0.value.answering == nil && $0.value.heldBytes > 0 }
+            .map { (id: $0.key, held: $0.value.heldBytes) }
         guard unfinished.count > 1 else { return }
         unfinished.sort { $0.id < $1.id }
         var total = unfinished.reduce(0) { $0 + $1.held }

@@ -109,7 +109,7 @@ extension HTTP2ServerConnection {
     /// The response has ended. A request still being sent is cut short with RST_STREAM(NO_ERROR), as RFC 9113
     /// §8.1 asks after a complete response to an unfinished request.
     private func finishStream(_ id: UInt32) {
-        guard let stream = removeStream(id) else { return }
+        guard let stream = removeStream(id, reset: false) else { return }
         stream.deadline?.cancel()
         stream.unsentDrained?.succeed()
         if !stream.requestEnded {

@@ -95,9 +95,18 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     var bodyBytesHeld = 0
     /// Bytes let go and not yet credited back with WINDOW_UPDATE.
     var creditOwed = 0
-    /// Router tasks whose stream has left the table (reset, or answered) and that have not ended yet: they count
-    /// against the stream limit, so that resetting streams does not let a client start more work than the limit.
-    var routerTasksWithoutStream = 0
+    /// Router tasks whose stream has left the table and that have not ended yet, with the body bytes the router
+    /// still holds (released when the task ends) and whether the stream was reset.
+    var routerWorkWithoutStream: [UInt32: (heldBytes: Int, reset: Bool)] = [:]
+    /// Of those, the reset ones: they count against the stream limit, so that resetting streams does not let a
+    /// client start more work than the limit. (A stream answered in full does not: its task is ending.)
+    var resetRouterWork = 0
+    /// Credit given past what was let go (one byte when held bodies took the whole window), taken back from the
+    /// next bytes let go.
+    var creditGivenAhead = 0
+    /// Which of the last client stream IDs below `lastStreamID` were opened, to tell a closed stream from a skipped
+    /// one (§5.1.1).
+    var openedStreamIDs = RecentlyOpenedStreams()
     /// When the header block or preface being read must be complete.
     var headerDeadline: Scheduled<Void>?
     /// Empty DATA frames in a row without END_STREAM.
@@ -211,29 +220,40 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         idleCheck = nil
         headerDeadline?.cancel()
         headerDeadline = nil
-        for id in Array(streams.keys) { removeStream(id)?.abandon() }
+        for id in Array(streams.keys) { removeStream(id, reset: true)?.abandon() }
     }
 
-    /// Takes a stream out of the table: the body bytes it held are let go, and router work still running for it
-    /// goes on counting against the stream limit until it ends.
+    /// Takes a stream out of the table. The body bytes it held are let go, unless the router has the body and is
+    /// still working: then they are held, and the work counted against the stream limit when the stream was reset,
+    /// until the task ends (``routerTaskEnded(streamID:)``).
     @discardableResult
-    func removeStream(_ id: UInt32) -> HTTP2ServerStream? {
+    func removeStream(_ id: UInt32, reset: Bool) -> HTTP2ServerStream? {
         guard let stream = streams.removeValue(forKey: id) else { return nil }
-        if stream.answering != nil { routerTasksWithoutStream += 1 }
-        if stream.heldBytes > 0 {
-            bodyBytesHeld -= stream.heldBytes
-            bodyBudget.release(stream.heldBytes)
-            letGo(stream.heldBytes)
+        if stream.answering != nil {
+            routerWorkWithoutStream[id] = (stream.heldBytes, reset)
+            if reset { resetRouterWork += 1 }
+        } else {
+            releaseBody(stream.heldBytes)
         }
         return stream
     }
 
-    /// Streams counted against the limit: those in the table, and router work for streams that have left it.
-    var occupiedStreams: Int { streams.count + routerTasksWithoutStream }
+    private func releaseBody(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        bodyBytesHeld -= bytes
+        bodyBudget.release(bytes)
+        letGo(bytes)
+    }
+
+    /// Streams counted against the limit: those in the table, and router work for streams reset while it ran.
+    var occupiedStreams: Int { streams.count + resetRouterWork }
 
     /// Flow-controlled bytes no longer held: credited back to the client once the window is half used.
     func letGo(_ count: Int) {
         creditOwed += count
+        let takenBack = min(creditGivenAhead, creditOwed)
+        creditOwed -= takenBack
+        creditGivenAhead -= takenBack
         creditIfDue()
     }
 
@@ -284,11 +304,15 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 resetStream(id, .internalError)
                 flushOutput()
             } else {
-                removeStream(id)
+                removeStream(id, reset: true)?.abandon()
             }
         }
-        // Its stream has left the table by now, one way or another.
-        routerTasksWithoutStream -= 1
+        // Its stream has left the table by now, one way or another: what the router held is let go.
+        if let work = routerWorkWithoutStream.removeValue(forKey: id) {
+            if work.reset { resetRouterWork -= 1 }
+            releaseBody(work.heldBytes)
+            if phase != .closed { flushOutput() }
+        }
         routerTasks -= 1
         if routerTasks == 0 {
             routerTasksEnded?.succeed()
@@ -489,6 +513,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         if inbound.readableBytes == 0 {
             inbound = ByteBuffer()
+        } else if inbound.capacity > 2 * inbound.readableBytes + 4096 {
+            // A partial frame waits for the next read. Kept in a buffer of its own size: the one it came in may be
+            // TLS's whole read, and a thousand idle clients each holding one would hold their reads' memory.
+            var rest = ByteBufferAllocator().buffer(capacity: inbound.readableBytes)
+            rest.writeBuffer(&inbound)
+            inbound = rest
         } else {
             inbound.discardReadBytes()
         }
@@ -510,7 +540,11 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             guard header.length <= HTTP2Limits.defaultMaxFrameSize else {
                 return connectionError(.frameSizeError, "a \(header.type) frame of \(header.length) bytes")
             }
-            guard inbound.readableBytes >= HTTP2FrameHeader.size + header.length else { return }
+            guard inbound.readableBytes >= HTTP2FrameHeader.size + header.length else {
+                // A header block is being sent, however slowly: it has the header timeout.
+                if header.type == .headers || header.type == .continuation { startHeaderDeadline("a header block") }
+                return
+            }
             inbound.moveReaderIndex(forwardBy: HTTP2FrameHeader.size)
             let payload = inbound.readSlice(length: header.length)!
             receive(header, payload: payload)
@@ -575,6 +609,38 @@ struct RecentStreamIDs {
 
     func contains(_ id: UInt32) -> Bool {
         id != 0 && ids.contains(id)
+    }
+}
+
+/// Which of the last 512 client stream IDs were opened: bit k stands for `last - 2k`. A client stream ID at or below
+/// the last one opened is closed if it was opened (STREAM_CLOSED) and was skipped if not (PROTOCOL_ERROR, §5.1.1);
+/// one older than the window is taken as closed.
+struct RecentlyOpenedStreams {
+    private var words = [UInt64](repeating: 0, count: 8)
+    private var last: UInt32 = 0
+
+    mutating func open(_ id: UInt32) {
+        let shift = Int((id - last) / 2)
+        last = id
+        if shift >= words.count * 64 {
+            for index in words.indices { words[index] = 0 }
+        } else if shift > 0 {
+            let (wordShift, bitShift) = (shift / 64, shift % 64)
+            for index in words.indices.reversed() {
+                let from = index - wordShift
+                var value = from >= 0 ? words[from] << bitShift : 0
+                if bitShift > 0, from - 1 >= 0 { value |= words[from - 1] >> (64 - bitShift) }
+                words[index] = value
+            }
+        }
+        words[0] |= 1
+    }
+
+    /// Whether `id` (a client stream ID at or below the last opened) was opened, as far as the window sees.
+    func wasOpened(_ id: UInt32) -> Bool {
+        let distance = Int((last - id) / 2)
+        guard distance < words.count * 64 else { return true }
+        return words[distance / 64] & (1 << UInt64(distance % 64)) != 0
     }
 }
 
