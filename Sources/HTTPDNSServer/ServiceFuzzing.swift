@@ -1,0 +1,49 @@
+import HTTPDNSCore
+@_spi(Fuzzing) import HTTPDNSServerTransport
+import Logging
+
+/// Entry points for the fuzz targets in `Fuzz/` (libFuzzer): raw bytes into the service's HTTP/1.1 and HTTP/2
+/// connections, as a client's bytes arrive after TLS. Not API: `@_spi(Fuzzing)` keeps it out of the public
+/// interface.
+///
+/// The service behind them is real (``HTTPDNSService``, its router, its cache-hit path) over a source that answers
+/// every name with one address at once, so a fuzzed request reaches every route, hits and misses alike.
+@_spi(Fuzzing) public final class ServiceFuzzing: Sendable {
+    private let cacheHits: CacheHitResponder
+    private let router: RouterBridge
+
+    /// The service the connections answer for, with its router built once: made once per fuzz process.
+    public init() throws {
+        var configuration = HTTPDNSServerConfiguration()
+        configuration.rateLimitPerSecond = 0
+        configuration.accounts = ["acct": .init(secret: "fuzz-secret", requireSignature: false, allowMD5Signature: false)]
+        let quiet = Logger(label: "httpdns.fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
+        let cache = try ResolverCache(source: EveryNameSource(), logger: quiet)
+        let service = try HTTPDNSService(configuration: configuration, resolver: cache, metrics: nil)
+        cacheHits = service.cacheHitResponder(logger: quiet)
+        router = RouterBridge(responder: service.makeRouter().buildResponder(), logger: quiet, maxBodyBytes: configuration.maxDNSMessageBytes)
+    }
+
+    /// `bytes` into the service's HTTP/1.1 pipeline (``TransportFuzzing/http1(_:cacheHits:)``).
+    public func http1(_ bytes: UnsafeRawBufferPointer) {
+        TransportFuzzing.http1(bytes, cacheHits: cacheHits)
+    }
+
+    /// `bytes` into the service's HTTP/2 connection with its router behind it (``TransportFuzzing/http2(_:cacheHits:router:)``).
+    public func http2(_ bytes: [UInt8]) async {
+        await TransportFuzzing.http2(bytes, cacheHits: cacheHits, router: router)
+    }
+}
+
+/// Every name has the address 192.0.2.1, with a TTL of 60 s; "nx." names do not exist.
+private struct EveryNameSource: ResolutionSource {
+    var name: String { "fuzz" }
+
+    func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        if host.description.hasPrefix("nx.") { return .negative(.nameNotFound, families: families) }
+        return SourceAnswer(
+            ipv4: families.contains(.ipv4) ? .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 60) : nil,
+            ipv6: families.contains(.ipv6) ? .addresses([], ttlSeconds: 60) : nil
+        )
+    }
+}
