@@ -10,6 +10,8 @@ open until stdin closes (or for --hold seconds), so a caller can read the server
               block) and nothing more.
   reset       one connection opening and resetting streams (rapid reset); prints how many streams went out and
               how the connection ended.
+  noise       N connections, each sending --body bytes in frames of an unknown type, which HTTP/2 ignores: what the
+              connections cost with the same traffic and no request, for comparing with `bodies`.
 
 Usage: hostile-h2.py MODE --port P [--host 127.0.0.1] [--cafile F] [--server-name N] [--connections N] ...
 Needs python3's h2 (pip install h2).
@@ -19,6 +21,7 @@ import json
 import select
 import socket
 import ssl
+import struct
 import sys
 import time
 
@@ -153,6 +156,21 @@ def bodies(args):
     hold(args, [(c[0], c[1]) for c in conns])
 
 
+def noise(args):
+    socks = []
+    for _ in range(args.connections):
+        sock = connect(args, "h2")
+        conn = h2_connection(sock)
+        left = args.body
+        while left > 0:
+            size = min(left, 16384)
+            sock.sendall(struct.pack(">I", size)[1:] + bytes([0xAA, 0]) + struct.pack(">I", 1) + b"\0" * size)
+            left -= size
+        socks.append((sock, conn))
+    report({"mode": "noise", "connections": len(socks), "bytesSent": args.body * len(socks)})
+    hold(args, socks)
+
+
 def half_sent(args):
     socks = []
     for _ in range(args.connections):
@@ -231,7 +249,7 @@ def hold(args, socks):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["bodies", "half-sent", "reset"])
+    parser.add_argument("mode", choices=["bodies", "half-sent", "reset", "noise"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cafile")
@@ -248,7 +266,7 @@ def main():
     args = parser.parse_args()
     global REPORT_TO_STDERR
     REPORT_TO_STDERR = args.report_stderr
-    {"bodies": bodies, "half-sent": half_sent, "reset": reset}[args.mode](args)
+    {"bodies": bodies, "half-sent": half_sent, "reset": reset, "noise": noise}[args.mode](args)
 
 
 if __name__ == "__main__":

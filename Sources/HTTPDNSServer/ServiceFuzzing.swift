@@ -7,7 +7,8 @@ import Logging
 /// interface.
 ///
 /// The service behind them is real (``HTTPDNSService``, its router, its cache-hit path) over a source that answers
-/// every name with one address at once, so a fuzzed request reaches every route, hits and misses alike.
+/// every name with one address at once. Over HTTP/2 a fuzzed request reaches every route, hits and misses alike;
+/// over HTTP/1.1, the front and the cache hits.
 @_spi(Fuzzing) public final class ServiceFuzzing: Sendable {
     private let cacheHits: CacheHitResponder
     private let router: RouterBridge

@@ -9,8 +9,9 @@ import NIOEmbedded
     private static let quiet = Logger(label: "httpdns.fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// `bytes` into the HTTP/1.1 pipeline on an `EmbeddedChannel`: the request decoder, the front (hits answered
-    /// there), the response encoder; then the header and idle timeouts pass. What the front hands on reaches the end
-    /// of the pipeline, where the router would take it.
+    /// there, with their routes' query parameters), the response encoder; then the header and idle timeouts pass.
+    /// What the front hands on reaches the end of the pipeline, where the router would take it: the router's own
+    /// routes are not reached here (the HTTP/2 target reaches them).
     public static func http1(_ bytes: UnsafeRawBufferPointer, cacheHits: any CacheHitAnswering) {
         let channel = EmbeddedChannel()
         defer { _ = try? channel.finish() }
@@ -24,25 +25,55 @@ import NIOEmbedded
         }
     }
 
-    /// `bytes` into ``HTTP2ServerConnection`` on a `NIOAsyncTestingChannel`, `router` behind it; then the header
-    /// timeout passes and the connection closes. Returns once every router task the connection started has ended.
+    /// `bytes` into ``HTTP2ServerConnection`` on a `NIOAsyncTestingChannel`, `router` behind it, then checks what
+    /// must hold of any connection once it has closed and its tasks have ended: no request body held, on the
+    /// connection or in the service's budget, and no router work counted. A broken invariant stops the process
+    /// (a finding).
+    ///
+    /// The first byte says how the rest is cut into reads: its low four bits are the number of cuts, and each cut
+    /// takes a byte saying how long the read before it is (times 4, plus 1). A second passes between reads, so
+    /// frames split across reads, the end of a read and the timeouts all get their turn. Before the close, the
+    /// router's tasks are given time to answer.
     public static func http2(_ bytes: [UInt8], cacheHits: any CacheHitAnswering, router: any RouterResponding) async {
         let channel = NIOAsyncTestingChannel()
+        let budget = RequestBodyBudget(limit: 1 << 20)
         let connection = HTTP2ServerConnection(
             configuration: HTTP2ServerConnection.Configuration(),
-            bodyBudget: RequestBodyBudget(limit: 1 << 20),
+            bodyBudget: budget,
             cacheHits: cacheHits,
             router: router,
             logger: quiet
         )
+        var input = bytes[...]
+        var reads: [ArraySlice<UInt8>] = []
+        for _ in 0..<(Int(input.popFirst() ?? 0) & 0x0F) {
+            guard let length = input.popFirst() else { break }
+            reads.append(input.prefix(Int(length) * 4 + 1))
+            input = input.dropFirst(Int(length) * 4 + 1)
+        }
+        reads.append(input)
         do {
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9))
             try await channel.pipeline.addHandler(connection)
             let settled = try await channel.eventLoop.submit { connection.closedAndSettled() }.get()
-            try await channel.writeInbound(ByteBuffer(bytes: bytes))
+            for read in reads {
+                try await channel.writeInbound(ByteBuffer(bytes: read))
+                await channel.testingEventLoop.advanceTime(by: .seconds(1))
+            }
+            for _ in 0..<1_000 {
+                guard try await channel.eventLoop.submit({ connection.routerTasksRunning }).get() > 0 else { break }
+                await Task.yield()
+            }
             await channel.testingEventLoop.advanceTime(by: .seconds(11))
             try? await channel.close()
             try await settled.get()
+            let (held, resetWork, orphans) = try await channel.eventLoop.submit {
+                (connection.bodyBytesHeld, connection.resetRouterWork, connection.routerWorkWithoutStream.count)
+            }.get()
+            precondition(
+                held == 0 && resetWork == 0 && orphans == 0 && budget.bytesHeld == 0,
+                "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(resetWork) reset router work, \(orphans) router work without a stream"
+            )
         } catch {
             // Expected for malformed input.
         }

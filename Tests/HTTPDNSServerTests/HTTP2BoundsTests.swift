@@ -121,6 +121,36 @@ import Testing
         #expect(budget.bytesHeld == 0)
     }
 
+    @Test func requestsLeftUnfinishedOverAReadPastTheLimitAreRefused() async throws {
+        let client = try await HTTP2TestClient(try ServiceFixture(NativeAPITests.dual)) { $0.maxUnfinishedRequests = 10 }
+        try await client.start()
+        // As nghttp2 sends a batch: every HEADERS first, then every body, here in two reads. Nothing is refused.
+        var headers = ByteBuffer()
+        var bodies = ByteBuffer()
+        let ids = (0..<20).map { UInt32(1 + 2 * $0) }
+        for id in ids {
+            headers.writeImmutableBuffer(try postHeaders(client, id))
+            bodies.writeImmutableBuffer(Self.data(id, 12, endStream: true))
+        }
+        try await client.send(headers)
+        try await client.send(bodies)
+        for id in ids {
+            let response = try await client.response(id)
+            #expect(response.status != nil && response.reset == nil, "stream \(id) answered, not refused: \(response)")
+        }
+
+        // Twelve requests left hanging: when the read after theirs ends, the two newest are refused.
+        var hanging = ByteBuffer()
+        let more = (20..<32).map { UInt32(1 + 2 * $0) }
+        for id in more { hanging.writeImmutableBuffer(try postHeaders(client, id)) }
+        try await client.send(hanging)
+        #expect(try await client.drain().filter { $0.type == .rstStream }.isEmpty, "not in the read they came in")
+        try await client.send(HTTP2TestClient.frame(.ping, stream: 0, payload: ByteBuffer(repeating: 0, count: 8)))
+        let frames = try await client.drain()
+        #expect(frames.filter { $0.type == .rstStream }.map(\.streamID) == Array(more.suffix(2)), "\(frames)")
+        #expect(frames.allSatisfy { $0.type != .rstStream || $0.errorCode == .refusedStream })
+    }
+
     // MARK: Streams reset while the router works
 
     @Test func routerWorkForAResetStreamCountsAgainstTheStreamLimitUntilItEnds() async throws {

@@ -3,8 +3,9 @@ import Dispatch
 @_spi(Fuzzing) import HTTPDNSServer
 
 /// Bytes from a client into the service's own HTTP/2 connection, with its router behind it, as they arrive after
-/// TLS. Each input runs until the connection has closed and every task it started has ended. A crash, a hang or a
-/// leak is a finding. Seeded with swift-nio-http2's own fuzz fail cases.
+/// TLS. Each input runs until the connection has closed and every task it started has ended. A crash, a hang, or a
+/// broken invariant once it has closed (body bytes or router work still counted) is a finding; it runs without
+/// LeakSanitizer (see scripts/fuzz.sh). Seeded with swift-nio-http2's own fuzz fail cases.
 let service = try! ServiceFuzzing()
 
 runFuzzer { start, count in

@@ -184,10 +184,13 @@ extension HTTP2ServerConnection {
             return receiveDataWithoutStream(id)
         }
         requestBodyReceived(streamID: id, data: data, flowControlledLength: header.length, endStream: endStream)
-        if receiveWindow == 0, creditOwed == 0, phase != .closed {
-            // Held bodies take the whole window. One more byte of credit lets the oldest body either end or go one
-            // byte past the largest a route reads, which the route then refuses (413): never a wait for nothing.
-            // The byte is taken back from the next bytes let go.
+        if receiveWindow == 0, creditOwed == 0, phase != .closed, routerWorkWithoutStream.isEmpty,
+            !streams.values.contains(where: { $0.answering != nil && $0.heldBytes > 0 })
+        {
+            // Unfinished bodies take the whole window, and nothing the router holds will come back to free it. One
+            // more byte of credit lets the oldest body either end or go one byte past the largest a route reads,
+            // which the route then refuses (413): never a wait for nothing. The byte is taken back from the next
+            // bytes let go.
             output.buffer.writeHTTP2WindowUpdate(0, increment: 1)
             receiveWindow = 1
             creditGivenAhead += 1

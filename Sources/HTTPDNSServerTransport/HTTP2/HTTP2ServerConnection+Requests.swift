@@ -13,7 +13,9 @@ extension HTTP2ServerConnection {
             hitTimers.record(route: route, status: reply.status, since: started)
             return
         }
-        open(HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize), streamID: id)
+        var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
+        stream.openedInRead = readsEnded
+        open(stream, streamID: id)
         if endStream { requestBodyEnded(streamID: id) }
     }
 
@@ -76,6 +78,22 @@ extension HTTP2ServerConnection {
             streams[id]!.receiveWindow = HTTP2Limits.defaultWindowSize
         }
         if bodyBytesHeld > HTTP2Limits.defaultWindowSize / 2 { refuseNewestUnfinishedBodies() }
+    }
+
+    /// At the end of a read, requests still waiting for their body past ``Configuration/maxUnfinishedRequests``:
+    /// the newest of those opened before this read are refused, and counted against the client. A request whose
+    /// HEADERS came in this read may have its body in the next (as nghttp2 sends a batch: every HEADERS, then every
+    /// body), so it gets one more read.
+    func refuseUnfinishedRequestsPastLimit() {
+        let unfinished = streams.filter { !$0.value.requestEnded && $0.value.answering == nil }
+        guard unfinished.count > configuration.maxUnfinishedRequests else { return }
+        let older = unfinished.filter { $0.value.openedInRead < readsEnded - 1 }.keys.sorted()
+        for id in older.dropFirst(configuration.maxUnfinishedRequests) {
+            logger.debug("HTTP/2 request refused: too many requests left unfinished", metadata: ["http2.stream": "\(id)"])
+            resetStream(id, .refusedStream)
+            countGlitch()
+            guard phase != .closed else { return }
+        }
     }
 
     /// Unfinished bodies may hold at most half the connection's window between them, unless one stream holds them

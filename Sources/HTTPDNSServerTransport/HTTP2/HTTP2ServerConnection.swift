@@ -54,6 +54,10 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         /// PING, SETTINGS and PRIORITY frames tolerated within `rateWindow`.
         var maxControlFrames = 200
         var rateWindow: TimeAmount = .seconds(30)
+        /// Requests whose body has not ended, left open at the end of a read; past it the newest are refused
+        /// (REFUSED_STREAM). Requests sent whole in one read never count: only a client that leaves requests
+        /// hanging does, and each costs the server its stream's state until the stream's deadline.
+        var maxUnfinishedRequests = 10
         /// Output a single read may build before parsing waits for the socket to take it.
         var maxOutputPerRead = 262_144
     }
@@ -71,7 +75,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// Bytes read and not yet parsed into a whole frame.
     private var inbound = ByteBuffer()
     /// Parsing waits for the channel to become writable again.
-    private var parsingPaused = false
+    private(set) var parsingPaused = false
     /// The client closed its side while parsing was paused: the final GOAWAY waits for what was read before.
     private var inputEndedWhilePaused = false
     /// Frames written since the last flush.
@@ -109,6 +113,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     var openedStreamIDs = RecentlyOpenedStreams()
     /// When the header block or preface being read must be complete.
     var headerDeadline: Scheduled<Void>?
+    /// Reads ended so far: a stream remembers the one it was opened in.
+    var readsEnded: UInt64 = 0
     /// Empty DATA frames in a row without END_STREAM.
     var emptyDataFrames = 0
     var hitTimers: RequestMetrics.HitTimers
@@ -270,6 +276,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         guard headerDeadline == nil, let context else { return }
         headerDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: configuration.headerTimeout) { [self] in
             headerDeadline = nil
+            // Parsing waits for a client that does not read: what it sent may be complete and not parsed yet.
+            guard !parsingPaused else { return startHeaderDeadline(what) }
             connectionError(.protocolError, "\(what) was not complete within the header timeout")
         }
     }
@@ -290,6 +298,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             return promise.futureResult
         }.nonisolated()
     }
+
+    /// Router tasks started and not ended yet.
+    var routerTasksRunning: Int { routerTasks }
 
     func routerTaskStarted() {
         routerTasks += 1
@@ -510,6 +521,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         if answeredDuringRead {
             answeredDuringRead = false
             if let context { lastActive = context.eventLoop.now }
+        }
+        readsEnded &+= 1
+        if streams.count > configuration.maxUnfinishedRequests, !parsingPaused { refuseUnfinishedRequestsPastLimit() }
+        if streams.capacity > 8 * streams.count + 16 {
+            // A burst of streams has gone: the table does not keep the room it took (a Dictionary never shrinks).
+            streams = streams.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: streams.map { ($0.key, $0.value) })
         }
         if inbound.readableBytes == 0 {
             inbound = ByteBuffer()

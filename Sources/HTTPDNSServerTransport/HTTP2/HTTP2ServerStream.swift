@@ -7,6 +7,8 @@ struct HTTP2ServerStream {
     let head: HTTP2RequestHead
     /// The body so far, up to one byte past the largest the router reads.
     var body = ByteBuffer()
+    /// The read (``HTTP2ServerConnection/readsEnded`` then) in which the stream was opened.
+    var openedInRead: UInt64 = 0
     /// All the DATA the client sent, to check against `content-length`.
     var bodyBytesReceived = 0
     /// Body bytes kept for the router, held (against the connection's window and the service's budget) until the
