@@ -144,7 +144,7 @@ public struct HTTPDNSService: Sendable {
         if let tls = try configuration.tlsConfiguration() {
             let sslContext = try ServiceTLSChannel.makeSSLContext(tls)
             let bridge = RouterBridge(responder: router.buildResponder(), logger: logger, maxBodyBytes: configuration.maxDNSMessageBytes)
-            let bodyBudget = RequestBodyBudget(limit: configuration.maxRequestBodyBytesHeld)
+            let bodyBudget = RequestBudget(bodyBytes: configuration.maxRequestBodyBytesHeld, streams: configuration.maxOpenStreams)
             server = HTTPServerBuilder { responder in
                 ServiceTLSChannel(
                     sslContext: sslContext,

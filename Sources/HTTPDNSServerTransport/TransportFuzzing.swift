@@ -36,7 +36,7 @@ import NIOEmbedded
     /// router's tasks are given time to answer.
     public static func http2(_ bytes: [UInt8], cacheHits: any CacheHitAnswering, router: any RouterResponding) async {
         let channel = NIOAsyncTestingChannel()
-        let budget = RequestBodyBudget(limit: 1 << 20)
+        let budget = RequestBudget(bodyBytes: 1 << 20, streams: 50)
         let connection = HTTP2ServerConnection(
             configuration: HTTP2ServerConnection.Configuration(),
             bodyBudget: budget,
@@ -71,8 +71,8 @@ import NIOEmbedded
                 (connection.bodyBytesHeld, connection.resetRouterWork, connection.routerWorkWithoutStream.count)
             }.get()
             precondition(
-                held == 0 && resetWork == 0 && orphans == 0 && budget.bytesHeld == 0,
-                "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(resetWork) reset router work, \(orphans) router work without a stream"
+                held == 0 && resetWork == 0 && orphans == 0 && budget.bytesHeld == 0 && budget.streamsOpen == 0,
+                "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(budget.streamsOpen) streams, \(resetWork) reset router work, \(orphans) router work without a stream"
             )
         } catch {
             // Expected for malformed input.

@@ -23,6 +23,7 @@ public struct ServeSettings: Sendable {
     public static let idleTimeoutSeconds = Setting("idleTimeoutSeconds", .positiveInteger)
     public static let headerTimeoutSeconds = Setting("headerTimeoutSeconds", .positiveInteger)
     public static let maxRequestBodyBytesHeld = Setting("maxRequestBodyBytesHeld", .positiveInteger)
+    public static let maxOpenStreams = Setting("maxOpenStreams", .positiveInteger)
     public static let logLevel = Setting(
         "logLevel",
         .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
@@ -41,7 +42,7 @@ public struct ServeSettings: Sendable {
     public static let table: [Setting] = [
         listen, upstream, upstreamTCP, tlsCert, tlsKey, maxHostsPerBatch, maxURLLength, maxDNSMessageBytes,
         rateLimitPerSecond, rateLimitBurst, maxConnections, idleTimeoutSeconds, headerTimeoutSeconds, maxRequestBodyBytesHeld,
-        logLevel, accounts, upstreamTimeoutMs, upstreamTries, cacheMaxEntries,
+        maxOpenStreams, logLevel, accounts, upstreamTimeoutMs, upstreamTries, cacheMaxEntries,
         cacheMinTTLSeconds, cacheMaxTTLSeconds, cacheNegativeTTLSeconds, cacheMaxStaleSeconds,
     ]
 
@@ -77,6 +78,7 @@ public struct ServeSettings: Sendable {
         if let value = try await reader.int(Self.idleTimeoutSeconds) { server.idleTimeoutSeconds = Int64(value) }
         if let value = try await reader.int(Self.headerTimeoutSeconds) { server.headerTimeoutSeconds = Int64(value) }
         if let value = try await reader.int(Self.maxRequestBodyBytesHeld) { server.maxRequestBodyBytesHeld = value }
+        if let value = try await reader.int(Self.maxOpenStreams) { server.maxOpenStreams = value }
         if let value = try await reader.string(Self.logLevel) { logLevel = value }
         if let accounts = try await reader.accounts(Self.accounts) {
             server.accounts = accounts.mapValues {
@@ -108,7 +110,7 @@ public struct ServeSettings: Sendable {
         "maxHostsPerBatch": maxHostsPerBatch, "maxURLLength": maxURLLength, "maxDNSMessageBytes": maxDNSMessageBytes,
         "rateLimitPerSecond": rateLimitPerSecond, "rateLimitBurst": rateLimitBurst, "accounts": accounts,
         "maxConnections": maxConnections, "idleTimeoutSeconds": idleTimeoutSeconds, "headerTimeoutSeconds": headerTimeoutSeconds,
-        "maxRequestBodyBytesHeld": maxRequestBodyBytesHeld,
+        "maxRequestBodyBytesHeld": maxRequestBodyBytesHeld, "maxOpenStreams": maxOpenStreams,
         "timeoutMs": upstreamTimeoutMs, "tries": upstreamTries,
         "maxEntries": cacheMaxEntries, "minTTLSeconds": cacheMinTTLSeconds, "maxTTLSeconds": cacheMaxTTLSeconds,
         "negativeTTLSeconds": cacheNegativeTTLSeconds, "maxStaleSeconds": cacheMaxStaleSeconds,

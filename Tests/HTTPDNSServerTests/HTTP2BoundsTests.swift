@@ -75,7 +75,7 @@ import Testing
 
     @Test func theServicesBodyBudgetIsSharedByConnectionsAndRefusesPastIt() async throws {
         let fixture = try ServiceFixture(NativeAPITests.dual)
-        let budget = RequestBodyBudget(limit: 10_000)
+        let budget = RequestBudget(bodyBytes: 10_000)
         let first = try await HTTP2TestClient(fixture, bodyBudget: budget)
         let second = try await HTTP2TestClient(fixture, bodyBudget: budget)
         try await first.start()
@@ -105,8 +105,30 @@ import Testing
         try await second.channel.close()
     }
 
+    @Test func theServicesStreamBudgetRefusesStreamsPastItButNotCacheHits() async throws {
+        let fixture = try ServiceFixture(NativeAPITests.dual)
+        try await fixture.prime("api.example.test")
+        let budget = RequestBudget(streams: 2)
+        let first = try await HTTP2TestClient(fixture, bodyBudget: budget)
+        let second = try await HTTP2TestClient(fixture, bodyBudget: budget)
+        try await first.start()
+        try await second.start()
+        try await first.send(try postHeaders(first, 1))
+        try await second.send(try postHeaders(second, 1))
+        #expect(budget.streamsOpen == 2)
+        try await second.send(try postHeaders(second, 3))
+        let refused = try await second.drain()
+        #expect(refused.map(\.streamID) == [3] && refused.first?.errorCode == .refusedStream, "\(refused)")
+        try await second.request(5, "/d?host=api.example.test")
+        #expect(try await second.response(5).status == "200", "a cache hit takes no stream")
+        try await first.channel.close()
+        #expect(budget.streamsOpen == 1)
+        try await second.channel.close()
+        #expect(budget.streamsOpen == 0)
+    }
+
     @Test func aConnectionThatClosesLetsGoOfItsBodies() async throws {
-        let budget = RequestBodyBudget(limit: 1 << 20)
+        let budget = RequestBudget(bodyBytes: 1 << 20)
         let client = try await HTTP2TestClient(try ServiceFixture(NativeAPITests.dual), bodyBudget: budget)
         try await client.start()
         var bytes = ByteBuffer()
@@ -181,7 +203,7 @@ import Testing
 
     @Test func aBodyTheRouterStillHoldsAfterAResetStaysCounted() async throws {
         let router = HeldRouter()
-        let budget = RequestBodyBudget(limit: 1 << 20)
+        let budget = RequestBudget(bodyBytes: 1 << 20)
         let client = try await HTTP2TestClient(try ServiceFixture(NativeAPITests.dual), router: router, bodyBudget: budget)
         try await client.start()
         var bytes = try postHeaders(client, 1)

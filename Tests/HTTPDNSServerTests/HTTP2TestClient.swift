@@ -60,7 +60,7 @@ final class HTTP2TestClient {
     init(
         _ fixture: ServiceFixture,
         router: (any RouterResponding)? = nil,
-        bodyBudget: RequestBodyBudget = RequestBodyBudget(limit: .max),
+        bodyBudget: RequestBudget = RequestBudget(),
         configure: (inout HTTP2ServerConnection.Configuration) -> Void = { _ in }
     ) async throws {
         var configuration = HTTP2ServerConnection.Configuration()

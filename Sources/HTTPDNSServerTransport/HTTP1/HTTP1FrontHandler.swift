@@ -31,7 +31,11 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let headerTimeout: TimeAmount
     /// Between requests: the next bytes start a request head, and its deadline.
     private var awaitingHead = true
-    private var headDeadline: Scheduled<Void>?
+    /// When the head being read started, if one is.
+    private var headStarted: NIODeadline?
+    /// The timer that checks the head's deadline. It is left to run out rather than cancelled when the head comes,
+    /// so a busy connection schedules one every header timeout, not one per request.
+    private var headCheck: Scheduled<Void>?
     private var reading = CacheHitReading.idle
     /// Requests read whose response has not been written in full, wherever they are answered.
     private var requestsInProgress = 0
@@ -63,8 +67,7 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let head):
             lastActive = context.eventLoop.now
             awaitingHead = false
-            headDeadline?.cancel()
-            headDeadline = nil
+            headStarted = nil
             requestsInProgress += 1
             if owedByRouter.isEmpty, head.method == .GET, head.isKeepAlive,
                 let (reply, route) = responder.reply(toGET: head.uri, channel: context.channel)
@@ -125,10 +128,20 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes have come from the client (before the decoder has seen them): if they start a request head, its
     /// deadline starts.
     func requestBytesArrived() {
-        guard awaitingHead, headDeadline == nil, !endingWithClose, let context else { return }
-        headDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: headerTimeout) { [self] in
-            headDeadline = nil
-            guard awaitingHead, let context = self.context else { return }
+        guard awaitingHead, headStarted == nil, !endingWithClose, let context else { return }
+        let started = context.eventLoop.now
+        headStarted = started
+        if headCheck == nil { scheduleHeadCheck(context: context, at: started + headerTimeout) }
+    }
+
+    private func scheduleHeadCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        headCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            headCheck = nil
+            guard awaitingHead, let started = headStarted, let context = self.context else { return }
+            guard context.eventLoop.now >= started + headerTimeout else {
+                // The head this timer was set for came in time; another has started since.
+                return scheduleHeadCheck(context: context, at: started + headerTimeout)
+            }
             // Nothing more is read or answered.
             endingWithClose = true
             guard requestsInProgress == 0 else {
@@ -252,16 +265,16 @@ final class HTTP1FrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
-        headDeadline?.cancel()
-        headDeadline = nil
+        headCheck?.cancel()
+        headCheck = nil
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
-        headDeadline?.cancel()
-        headDeadline = nil
+        headCheck?.cancel()
+        headCheck = nil
         self.context = nil
     }
 }

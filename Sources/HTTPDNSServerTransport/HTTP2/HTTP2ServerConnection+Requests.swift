@@ -13,6 +13,13 @@ extension HTTP2ServerConnection {
             hitTimers.record(route: route, status: reply.status, since: started)
             return
         }
+        guard bodyBudget.reserveStream() else {
+            // The service holds as many streams as it will: the client may try this request again.
+            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
+            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
+            recentlyReset.insert(id)
+            return
+        }
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.openedInRead = readsEnded
         open(stream, streamID: id)
@@ -34,7 +41,7 @@ extension HTTP2ServerConnection {
 
     /// A DATA frame on a stream in the table. What the stream keeps of it (its body, up to one byte past the largest
     /// a route reads) is held until the stream leaves the table, against the connection's window and the service's
-    /// ``RequestBodyBudget``; the rest is let go at once.
+    /// ``RequestBudget``; the rest is let go at once.
     func requestBodyReceived(streamID id: UInt32, data: ByteBuffer, flowControlledLength: Int, endStream: Bool) {
         guard !streams[id]!.requestEnded else {
             letGo(flowControlledLength)

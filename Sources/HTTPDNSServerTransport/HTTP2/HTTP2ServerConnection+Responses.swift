@@ -13,6 +13,7 @@ extension HTTP2ServerConnection {
             sendWindow -= length
             return streamEnded()
         }
+        _ = bodyBudget.reserveStream(force: true)
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.requestEnded = true
         stream.unsent = reply.body

@@ -21,7 +21,7 @@ import Synchronization
 /// Protections, each with a bound: concurrent streams (router work a client has reset counts until it ends),
 /// header list and header block size, CONTINUATION frames per block, request body size, the request body bytes held
 /// (per connection by its flow-control window, which is credited back only as held bytes are let go, and over all
-/// connections by ``RequestBodyBudget``), every stream's lifetime, the time a header block may take, and the output
+/// connections by ``RequestBudget``), every stream's lifetime, the time a header block may take, and the output
 /// of one read (parsing pauses while the socket cannot take more; ``BackPressureHandler`` in front stops reading).
 /// Clients that reset streams or send malformed ones too often, or flood control frames (PING, SETTINGS, PRIORITY,
 /// empty DATA), are sent away with ENHANCE_YOUR_CALM, as swift-nio-http2's own limits would.
@@ -64,7 +64,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     let configuration: Configuration
     /// Request body bytes held over every connection of the service.
-    let bodyBudget: RequestBodyBudget
+    let bodyBudget: RequestBudget
     let cacheHits: any CacheHitAnswering
     let router: any RouterResponding
     let logger: Logger
@@ -164,7 +164,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
 
     init(
         configuration: Configuration,
-        bodyBudget: RequestBodyBudget = RequestBodyBudget(limit: .max),
+        bodyBudget: RequestBudget = RequestBudget(),
         cacheHits: any CacheHitAnswering,
         router: any RouterResponding,
         logger: Logger
@@ -235,6 +235,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     @discardableResult
     func removeStream(_ id: UInt32, reset: Bool) -> HTTP2ServerStream? {
         guard let stream = streams.removeValue(forKey: id) else { return nil }
+        bodyBudget.releaseStream()
         if stream.answering != nil {
             routerWorkWithoutStream[id] = (stream.heldBytes, reset)
             if reset { resetRouterWork += 1 }
@@ -587,7 +588,7 @@ extension HTTP2ServerConnection {
         let router: any RouterResponding
         let idleTimeout: Duration
         let headerTimeout: Duration
-        let bodyBudget: RequestBodyBudget
+        let bodyBudget: RequestBudget
 
         /// Adds the connection's handlers; returns a future that succeeds once the connection has closed and its
         /// router tasks have ended.
@@ -677,32 +678,56 @@ struct RateCounter {
     }
 }
 
-/// Request body bytes held at once over every HTTP/2 connection of the service: a stream whose next DATA frame
-/// would take the total past the limit is refused (REFUSED_STREAM, which a client may retry), so many connections
-/// each within its own window cannot add up to more than the limit.
-public final class RequestBodyBudget: Sendable {
-    public let limit: Int
+/// What the HTTP/2 connections of the service hold between them: request body bytes, and streams in their tables
+/// (a stream costs about 2 KiB of state until it ends). A stream past either limit is refused (REFUSED_STREAM, which
+/// a client may retry), so many connections, each within its own limits, cannot add up to more. Cache hits answered as
+/// they are read never take a stream.
+public final class RequestBudget: Sendable {
+    public let bodyByteLimit: Int
+    public let streamLimit: Int
     private let held = Atomic<Int>(0)
+    private let streams = Atomic<Int>(0)
 
-    public init(limit: Int) {
-        self.limit = limit
+    public init(bodyBytes: Int = .max, streams: Int = .max) {
+        bodyByteLimit = bodyBytes
+        streamLimit = streams
     }
 
-    /// Takes `count` bytes from the budget; false, taking nothing, when they do not fit.
+    /// Takes `count` body bytes from the budget; false, taking nothing, when they do not fit.
     func reserve(_ count: Int) -> Bool {
-        var current = held.load(ordering: .relaxed)
-        while true {
-            guard count <= limit - current else { return false }
-            let (exchanged, original) = held.compareExchange(expected: current, desired: current + count, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
-        }
+        Self.take(count, from: held, limit: bodyByteLimit)
     }
 
     func release(_ count: Int) {
         held.subtract(count, ordering: .relaxed)
     }
 
-    /// Bytes held now.
+    /// Takes a stream; false when the service holds as many as it will. `force` takes one whatever the count (a
+    /// cache hit's answer waiting for flow-control credit: it is answered already, and only its bytes wait).
+    func reserveStream(force: Bool = false) -> Bool {
+        if force {
+            streams.add(1, ordering: .relaxed)
+            return true
+        }
+        return Self.take(1, from: streams, limit: streamLimit)
+    }
+
+    func releaseStream() {
+        streams.subtract(1, ordering: .relaxed)
+    }
+
+    private static func take(_ count: Int, from counter: borrowing Atomic<Int>, limit: Int) -> Bool {
+        var current = counter.load(ordering: .relaxed)
+        while true {
+            guard count <= limit - current else { return false }
+            let (exchanged, original) = counter.compareExchange(expected: current, desired: current + count, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    /// Body bytes held now.
     public var bytesHeld: Int { held.load(ordering: .relaxed) }
+    /// Streams open now.
+    public var streamsOpen: Int { streams.load(ordering: .relaxed) }
 }

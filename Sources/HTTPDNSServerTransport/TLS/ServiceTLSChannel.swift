@@ -44,7 +44,7 @@ public struct ServiceTLSChannel: HTTPChannelHandler {
         router: any RouterResponding,
         idleTimeout: Duration,
         headerTimeout: Duration = .seconds(10),
-        bodyBudget: RequestBodyBudget = RequestBodyBudget(limit: 16 << 20)
+        bodyBudget: RequestBudget = RequestBudget(bodyBytes: 16 << 20, streams: 5_000)
     ) {
         self.sslContext = sslContext
         http1 = ServiceHTTP1Channel(responder: responder, cacheHits: cacheHits, idleTimeout: idleTimeout, headerTimeout: headerTimeout)
