@@ -91,4 +91,38 @@ struct HostileClientTests {
         #expect(reached.flatMap { Double($0.split(separator: " ").last!) }.map { $0 >= 1 } == true, "\(metrics.stdout.prefix(200))")
         #expect(server.stop() == .exited(0))
     }
+
+    /// Descriptors run out: the service may open 64, and 80 clients connect and send half a request line. Accepting
+    /// fails with EMFILE for the ones past what is left; the service backs off, the header timeout (1 s here) closes
+    /// the half-sent ones, and an honest client that comes meanwhile is answered. The service neither crashes nor
+    /// stops accepting for good.
+    @Test func theServiceOutlivesRunningOutOfDescriptors() async throws {
+        let python = try await Self.python()
+        let server = try await ServiceProcess.start(
+            ["--upstream", "127.0.0.1:9"],
+            environment: ["HTTPDNS_HEADER_TIMEOUT_SECONDS": "1"],
+            descriptorLimit: 64
+        )
+        defer { server.stop() }
+        let hostile = try ChildProcess(
+            executable: python,
+            arguments: [
+                "scripts/hostile-h2.py", "half-sent", "--plain", "--port", "\(server.port)", "--connections", "80", "--hold", "120",
+                "--report-stderr",
+            ]
+        )
+        defer { hostile.stop() }
+        let connected = await hostile.waitForStderr(containing: #""mode": "half-sent""#)
+        try #require(connected.found, "\(connected.output)")
+        #expect(connected.output.contains(#""connections": 80"#), "the kernel's backlog takes them all: \(connected.output)")
+        // Within 15 s: the hostile connections are closed 1 s after they start, and accepting resumes after its
+        // back-off; without either, curl would wait for the idle timeout (60 s) or for ever.
+        let honest = try await ChildProcess.run(
+            executable: try ServeLiveTests.tool("curl"),
+            arguments: ["-s", "-m", "15", "-w", " %{http_code}", "http://127.0.0.1:\(server.port)/healthz"]
+        )
+        #expect(honest.stdout == #"{"status":"ok"} 200"#, "\(honest)")
+        hostile.stop()
+        #expect(server.stop() == .exited(0))
+    }
 }
