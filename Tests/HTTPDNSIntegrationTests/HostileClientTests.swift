@@ -125,4 +125,39 @@ struct HostileClientTests {
         hostile.stop()
         #expect(server.stop() == .exited(0))
     }
+
+    /// The certificate's files are changed under a running service: it goes on serving the one it read at start-up,
+    /// and serves the new one once restarted. Nothing fails on the way.
+    @Test func aCertificateChangedUnderARunningServiceIsTakenAtTheNextStart() async throws {
+        try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { first, firstKey in
+            try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { second, secondKey in
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-rotate-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let (certificate, key) = (directory.appendingPathComponent("cert.pem").path, directory.appendingPathComponent("key.pem").path)
+                try FileManager.default.copyItem(atPath: first, toPath: certificate)
+                try FileManager.default.copyItem(atPath: firstKey, toPath: key)
+                let curl = try ServeLiveTests.tool("curl")
+                func healthz(_ port: Int, trusting ca: String) async throws -> String {
+                    try await ChildProcess.run(
+                        executable: curl,
+                        arguments: ["-s", "-m", "5", "--cacert", ca, "-o", "/dev/null", "-w", "%{http_code}", "https://127.0.0.1:\(port)/healthz"]
+                    ).stdout
+                }
+                let server = try await ServiceProcess.start(["--upstream", "127.0.0.1:9", "--tls-cert", certificate, "--tls-key", key])
+                #expect(try await healthz(server.port, trusting: first) == "200")
+                try FileManager.default.removeItem(atPath: certificate)
+                try FileManager.default.removeItem(atPath: key)
+                try FileManager.default.copyItem(atPath: second, toPath: certificate)
+                try FileManager.default.copyItem(atPath: secondKey, toPath: key)
+                #expect(try await healthz(server.port, trusting: first) == "200", "the certificate read at start-up")
+                #expect(try await healthz(server.port, trusting: second) == "000", "not the new one yet")
+                #expect(server.stop() == .exited(0))
+                let restarted = try await ServiceProcess.start(["--upstream", "127.0.0.1:9", "--tls-cert", certificate, "--tls-key", key])
+                defer { restarted.stop() }
+                #expect(try await healthz(restarted.port, trusting: second) == "200")
+                #expect(restarted.stop() == .exited(0))
+            }
+        }
+    }
 }
