@@ -3,7 +3,7 @@
 # left alone. Usage: scripts/sanitize.sh address|thread [swift test arguments…]
 #   address  AddressSanitizer (and LeakSanitizer at exit): out-of-bounds, use-after-free, leaks.
 #   thread   ThreadSanitizer. Not meaningful yet: Synchronization.Mutex is invisible to it on Linux, so every
-#            state guarded by one is reported as a race (docs/RELIABILITY.md, "Sanitizers").
+#            state guarded by one is reported as a race (docs/RELIABILITY.md, "Not done yet").
 # Symbolising a report can hang on these machines, so reports carry addresses (symbolize=0); re-run one test with
 # ASAN_OPTIONS/TSAN_OPTIONS=symbolize=1 to read its frames.
 set -euo pipefail

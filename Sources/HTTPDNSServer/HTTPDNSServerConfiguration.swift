@@ -35,8 +35,9 @@ public struct HTTPDNSServerConfiguration: Sendable {
     /// Request body bytes the service holds at once over every HTTP/2 connection (unfinished DoH POST bodies and
     /// bodies being answered); a stream past it is refused with REFUSED_STREAM. Default 16 MiB.
     public var maxRequestBodyBytesHeld: Int = 16 << 20
-    /// HTTP/2 streams open at once over every connection (requests being read or answered by the router; cache hits
-    /// answered as they are read take none); a stream past it is refused with REFUSED_STREAM. Default 5,000.
+    /// HTTP/2 streams open at once over every connection (requests being read, or answered by the router until its
+    /// work ends; a cache hit answered as it is read takes none); a stream past it is refused with REFUSED_STREAM.
+    /// Default 5,000.
     public var maxOpenStreams: Int = 5_000
     /// `Retry-After` seconds sent with 503 UpstreamUnavailable. Default 5.
     public var upstreamRetryAfterSeconds: Int = 5

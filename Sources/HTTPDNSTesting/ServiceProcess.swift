@@ -19,23 +19,17 @@ public final class ServiceProcess: Sendable {
 
     /// Starts `httpdns serve --listen 127.0.0.1:0 ARGUMENTS`, with `environment` added to the test's own, and
     /// returns once it listens.
-    /// - Parameter descriptorLimit: the service's limit of open file descriptors (`ulimit -n`), if not the test's.
-    public static func start(
-        _ arguments: [String],
-        environment: [String: String] = [:],
-        descriptorLimit: Int? = nil
-    ) async throws -> ServiceProcess {
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) async throws -> ServiceProcess {
         let executable = try executablePath()
         let command = ["serve", "--listen", "127.0.0.1:0"] + arguments
         let process: ChildProcess
-        if environment.isEmpty, descriptorLimit == nil {
+        if environment.isEmpty {
             process = try ChildProcess(executable: executable, arguments: command)
         } else {
             // exec keeps the pid, so stopping the shell's pid stops the service.
-            let limit = descriptorLimit.map { "ulimit -n \($0) && " } ?? ""
             let assignments = environment.map { "\($0.key)='\($0.value)'" }.joined(separator: " ")
             let quoted = ([executable] + command).map { "'\($0)'" }.joined(separator: " ")
-            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(limit)\(assignments) exec \(quoted)"])
+            process = try ChildProcess(executable: "/bin/sh", arguments: ["-c", "\(assignments) exec \(quoted)"])
         }
         // Our own line, "… port=N [httpdns] listening", once it is complete (not Hummingbird's "listening on").
         let (found, output) = await process.waitForStderr(containing: "[httpdns] listening")

@@ -92,18 +92,22 @@ struct HostileClientTests {
         #expect(server.stop() == .exited(0))
     }
 
-    /// Descriptors run out: the service may open 64, and 80 clients connect and send half a request line. Accepting
-    /// fails with EMFILE for the ones past what is left; the service backs off, the header timeout (1 s here) closes
-    /// the half-sent ones, and an honest client that comes meanwhile is answered. The service neither crashes nor
-    /// stops accepting for good.
+    static func openDescriptors(_ pid: pid_t) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+    }
+
+    /// Descriptors run out: the service may open 20 more than it holds once it listens, and 80 clients connect and
+    /// send half a request line. Accepting fails with EMFILE for the ones past that; the service backs off, the
+    /// header timeout (1 s here) closes the half-sent ones, and an honest client that comes meanwhile is answered.
+    /// The service neither crashes nor stops accepting for good.
     @Test func theServiceOutlivesRunningOutOfDescriptors() async throws {
         let python = try await Self.python()
-        let server = try await ServiceProcess.start(
-            ["--upstream", "127.0.0.1:9"],
-            environment: ["HTTPDNS_HEADER_TIMEOUT_SECONDS": "1"],
-            descriptorLimit: 64
-        )
+        let prlimit = try ServeLiveTests.tool("prlimit")
+        let server = try await ServiceProcess.start(["--upstream", "127.0.0.1:9"], environment: ["HTTPDNS_HEADER_TIMEOUT_SECONDS": "1"])
         defer { server.stop() }
+        let limit = try Self.openDescriptors(server.process.pid) + 20
+        let limited = try await ChildProcess.run(executable: prlimit, arguments: ["--pid", "\(server.process.pid)", "--nofile=\(limit):\(limit)"])
+        try #require(limited.status == .exited(0), "\(limited)")
         let hostile = try ChildProcess(
             executable: python,
             arguments: [
@@ -115,6 +119,8 @@ struct HostileClientTests {
         let connected = await hostile.waitForStderr(containing: #""mode": "half-sent""#)
         try #require(connected.found, "\(connected.output)")
         #expect(connected.output.contains(#""connections": 80"#), "the kernel's backlog takes them all: \(connected.output)")
+        // The service took what it could: its descriptors are (nearly) all in use.
+        #expect(try Self.openDescriptors(server.process.pid) >= limit - 2, "the limit was reached")
         // Within 15 s: the hostile connections are closed 1 s after they start, and accepting resumes after its
         // back-off; without either, curl would wait for the idle timeout (60 s) or for ever.
         let honest = try await ChildProcess.run(
@@ -145,6 +151,7 @@ struct HostileClientTests {
                     ).stdout
                 }
                 let server = try await ServiceProcess.start(["--upstream", "127.0.0.1:9", "--tls-cert", certificate, "--tls-key", key])
+                defer { server.stop() }
                 #expect(try await healthz(server.port, trusting: first) == "200")
                 try FileManager.default.removeItem(atPath: certificate)
                 try FileManager.default.removeItem(atPath: key)

@@ -119,11 +119,33 @@ import Testing
         try await second.send(try postHeaders(second, 3))
         let refused = try await second.drain()
         #expect(refused.map(\.streamID) == [3] && refused.first?.errorCode == .refusedStream, "\(refused)")
+        // What the client had sent on the refused stream before it heard is ignored.
+        try await second.send(Self.data(3, 10))
+        let trailers = try second.headerBlock([("x-trailer", "1")])
+        try await second.send(HTTP2TestClient.frame(.headers, flags: [.endHeaders, .endStream], stream: 3, payload: trailers))
+        #expect(try await second.drain().filter { $0.type != .windowUpdate }.isEmpty)
         try await second.request(5, "/d?host=api.example.test")
-        #expect(try await second.response(5).status == "200", "a cache hit takes no stream")
+        #expect(try await second.response(5).status == "200", "a cache hit answered as it is read takes no stream")
         try await first.channel.close()
         #expect(budget.streamsOpen == 1)
         try await second.channel.close()
+        #expect(budget.streamsOpen == 0)
+    }
+
+    @Test func aCacheHitWaitingForCreditTakesAStreamOrIsRefused() async throws {
+        let fixture = try ServiceFixture(NativeAPITests.dual)
+        try await fixture.prime("api.example.test")
+        let budget = RequestBudget(streams: 1)
+        let client = try await HTTP2TestClient(fixture, bodyBudget: budget)
+        try await client.start(settings: [(HTTP2Setting.initialWindowSize, 0)])
+        try await client.request(1, "/d?host=api.example.test")
+        #expect(try await client.drain().map(\.type) == [.headers], "its body waits for credit")
+        #expect(budget.streamsOpen == 1)
+        try await client.request(3, "/d?host=api.example.test")
+        let refused = try await client.drain()
+        #expect(refused.map(\.type) == [.rstStream] && refused.first?.errorCode == .refusedStream, "\(refused)")
+        try await client.send(HTTP2TestClient.settings([(HTTP2Setting.initialWindowSize, 65_535)]))
+        #expect(try await client.drain().contains { $0.streamID == 1 && $0.flags.contains(.endStream) })
         #expect(budget.streamsOpen == 0)
     }
 

@@ -4,16 +4,22 @@ import NIOCore
 /// Responses: HEADERS and DATA frames into the output buffer, DATA within the client's flow-control windows.
 extension HTTP2ServerConnection {
     /// A cache hit's reply, whole. The body goes out at once when the windows allow it, as they do for any
-    /// client that has not withheld credit; otherwise the stream waits for WINDOW_UPDATE like any other.
+    /// client that has not withheld credit; otherwise the stream waits for WINDOW_UPDATE like any other, and takes
+    /// one of the service's streams meanwhile (refused when there is none left, before anything is written).
     func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
         let length = reply.body.readableBytes
         let fits = length <= sendWindow && length <= peer.initialWindowSize && length <= output.maxFrameSize
+        guard fits || bodyBudget.reserveStream() else {
+            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
+            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
+            recentlyReset.insert(id)
+            return
+        }
         output.writeReply(reply, streamID: id, withBody: fits)
         if fits {
             sendWindow -= length
             return streamEnded()
         }
-        _ = bodyBudget.reserveStream(force: true)
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.requestEnded = true
         stream.unsent = reply.body

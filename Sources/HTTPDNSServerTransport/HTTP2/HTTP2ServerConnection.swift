@@ -235,11 +235,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     @discardableResult
     func removeStream(_ id: UInt32, reset: Bool) -> HTTP2ServerStream? {
         guard let stream = streams.removeValue(forKey: id) else { return nil }
-        bodyBudget.releaseStream()
         if stream.answering != nil {
+            // The stream's slot in the service's budget, like its body, is kept until the router's work ends.
             routerWorkWithoutStream[id] = (stream.heldBytes, reset)
             if reset { resetRouterWork += 1 }
         } else {
+            bodyBudget.releaseStream()
             releaseBody(stream.heldBytes)
         }
         return stream
@@ -322,6 +323,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         // Its stream has left the table by now, one way or another: what the router held is let go.
         if let work = routerWorkWithoutStream.removeValue(forKey: id) {
             if work.reset { resetRouterWork -= 1 }
+            bodyBudget.releaseStream()
             releaseBody(work.heldBytes)
             if phase != .closed { flushOutput() }
         }
@@ -678,10 +680,11 @@ struct RateCounter {
     }
 }
 
-/// What the HTTP/2 connections of the service hold between them: request body bytes, and streams in their tables
-/// (a stream costs about 2 KiB of state until it ends). A stream past either limit is refused (REFUSED_STREAM, which
-/// a client may retry), so many connections, each within its own limits, cannot add up to more. Cache hits answered as
-/// they are read never take a stream.
+/// What the HTTP/2 connections of the service hold between them: request body bytes, and streams (a stream costs
+/// about 2 KiB of state, and the router's work for it more, until both end). A stream past either limit is refused
+/// (REFUSED_STREAM, which a client may retry), so many connections, each within its own limits, cannot add up to
+/// more. Cache hits answered as they are read never take a stream; one whose answer waits for flow-control credit
+/// does.
 public final class RequestBudget: Sendable {
     public let bodyByteLimit: Int
     public let streamLimit: Int
@@ -702,14 +705,9 @@ public final class RequestBudget: Sendable {
         held.subtract(count, ordering: .relaxed)
     }
 
-    /// Takes a stream; false when the service holds as many as it will. `force` takes one whatever the count (a
-    /// cache hit's answer waiting for flow-control credit: it is answered already, and only its bytes wait).
-    func reserveStream(force: Bool = false) -> Bool {
-        if force {
-            streams.add(1, ordering: .relaxed)
-            return true
-        }
-        return Self.take(1, from: streams, limit: streamLimit)
+    /// Takes a stream; false when the service holds as many as it will.
+    func reserveStream() -> Bool {
+        Self.take(1, from: streams, limit: streamLimit)
     }
 
     func releaseStream() {
