@@ -533,12 +533,6 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         }
         if inbound.readableBytes == 0 {
             inbound = ByteBuffer()
-        } else if inbound.capacity > 2 * inbound.readableBytes + 4096 {
-            // A partial frame waits for the next read. Kept in a buffer of its own size: the one it came in may be
-            // TLS's whole read, and a thousand idle clients each holding one would hold their reads' memory.
-            var rest = ByteBufferAllocator().buffer(capacity: inbound.readableBytes)
-            rest.writeBuffer(&inbound)
-            inbound = rest
         } else {
             inbound.discardReadBytes()
         }
