@@ -31,7 +31,8 @@ import Logging
     }
 
     /// `bytes` into the service's HTTP/2 connection with its router behind it (``TransportFuzzing/http2(_:cacheHits:router:)``).
-    public func http2(_ bytes: [UInt8]) async {
+    /// - Returns: what was still counted after the close, or nil when all was let go.
+    public func http2(_ bytes: [UInt8]) async -> String? {
         await TransportFuzzing.http2(bytes, cacheHits: cacheHits, router: router)
     }
 }

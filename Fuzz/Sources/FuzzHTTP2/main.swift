@@ -13,7 +13,7 @@ runFuzzer { start, count in
     let done = DispatchSemaphore(value: 0)
     // Detached: top-level code is the main actor's, and the main thread waits below.
     Task.detached {
-        await service.http2(bytes)
+        if let broken = await service.http2(bytes) { fatalError(broken) }
         done.signal()
     }
     done.wait()
