@@ -42,9 +42,13 @@ let package = Package(
             pkgConfig: "libcares",
             providers: [.apt(["libc-ares-dev"])]
         ),
+        // `Mutex` for every module: the standard library's, or one ThreadSanitizer understands in a
+        // `scripts/sanitize.sh thread` build (-DHTTPDNS_THREAD_SANITIZER).
+        .target(name: "HTTPDNSSynchronization"),
         .target(
             name: "HTTPDNSCore",
             dependencies: [
+                "HTTPDNSSynchronization",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -61,6 +65,7 @@ let package = Package(
         .target(
             name: "HTTPDNSCAres",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "CAres",
                 "HTTPDNSCore",
                 .product(name: "Logging", package: "swift-log"),
@@ -72,6 +77,7 @@ let package = Package(
         .target(
             name: "HTTPDNSClient",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSCore",
                 "HTTPDNSWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -87,6 +93,7 @@ let package = Package(
         .target(
             name: "HTTPDNSServerTransport",
             dependencies: [
+                "HTTPDNSSynchronization",
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -105,6 +112,7 @@ let package = Package(
         .target(
             name: "HTTPDNSServer",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSCore",
                 "HTTPDNSServerTransport",
                 "HTTPDNSWire",
@@ -122,6 +130,7 @@ let package = Package(
         .target(
             name: "HTTPDNSInterceptor",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSClient",
                 "HTTPDNSCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -139,6 +148,7 @@ let package = Package(
         .target(
             name: "HTTPDNSURLSession",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSInterceptor",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -151,6 +161,7 @@ let package = Package(
         .target(
             name: "HTTPDNSMetrics",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -178,11 +189,12 @@ let package = Package(
         // service as a process). The benchmarks of `httpdns bench` use its static source too.
         .target(
             name: "HTTPDNSTesting",
-            dependencies: ["HTTPDNSCore"]
+            dependencies: ["HTTPDNSSynchronization", "HTTPDNSCore"]
         ),
         .executableTarget(
             name: "httpdns",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSCore",
                 "HTTPDNSInterceptor",
                 "HTTPDNSURLSession",
@@ -237,6 +249,7 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSCoreTests",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSCore",
                 "HTTPDNSTesting",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -274,11 +287,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSCAresTests",
-            dependencies: ["HTTPDNSCAres", "HTTPDNSCore", "HTTPDNSTesting"]
+            dependencies: ["HTTPDNSSynchronization", "HTTPDNSCAres", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
         .testTarget(
             name: "HTTPDNSServerTests",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSServer",
                 "HTTPDNSServerTransport",
                 "HTTPDNSCore",
@@ -302,6 +316,7 @@ let package = Package(
         .testTarget(
             name: "HTTPDNSIntegrationTests",
             dependencies: [
+                "HTTPDNSSynchronization",
                 "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSInterceptor", "HTTPDNSTesting", "HTTPDNSURLSession",
                 "HTTPDNSWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

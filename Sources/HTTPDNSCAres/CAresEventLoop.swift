@@ -1,7 +1,7 @@
 import CAres
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -1,10 +1,10 @@
 import AsyncHTTPClient
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import Synchronization
 
 /// HTTPS to the addresses of one HTTPDNS service: one kept-alive `HTTPClient` per address, failover between them
 /// within a time budget, and each address's health (``ServiceAddressHealth``). The sources of this module ask their

@@ -1,5 +1,5 @@
+import HTTPDNSSynchronization
 import Logging
-import Synchronization
 
 /// A TTL cache in front of one ``ResolutionSource``, built to sit on the hot path of every request.
 ///

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import FoundationEssentials
 import HTTPDNSClient
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import Logging
 import Metrics
 import NIOCore
@@ -9,7 +10,6 @@ import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Synchronization
 
 /// An HTTP client that sends each request straight to an address its `HostResolver` gives for the host, while the
 /// Host header, TLS SNI and the certificate check keep the original name: the Linux counterpart of an iOS

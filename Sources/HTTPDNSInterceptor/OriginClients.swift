@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import HTTPDNSCore
-import Synchronization
+import HTTPDNSSynchronization
 
 /// The AsyncHTTPClients the interceptor sends through: one per (host, address), because `dnsOverride` is fixed per
 /// client and maps a host to one address. Each keeps its own pool of connections to that address, which carry the

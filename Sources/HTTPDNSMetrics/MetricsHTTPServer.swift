@@ -1,9 +1,9 @@
+import HTTPDNSSynchronization
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ServiceLifecycle
-import Synchronization
 
 /// A small HTTP/1.1 server for `GET /metrics`, for a backend that has no HTTP server of its own: a `Service` to run
 /// in its `ServiceGroup`.

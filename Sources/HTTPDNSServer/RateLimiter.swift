@@ -1,4 +1,4 @@
-import Synchronization
+import HTTPDNSSynchronization
 
 /// Token buckets per client address: each refills at `ratePerSecond` up to `burst`; a request takes one token.
 final class RateLimiter: Sendable {

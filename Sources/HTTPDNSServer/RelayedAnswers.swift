@@ -1,7 +1,7 @@
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSWire
 import Metrics
-import Synchronization
 
 /// Answers of every type the service does not resolve itself (DoH for types other than A and AAAA), relayed from the
 /// upstream as they came and cached by their TTL.

@@ -1,10 +1,10 @@
 import HTTPDNSCore
 import HTTPDNSServerTransport
+import HTTPDNSSynchronization
 import HTTPTypes
 import Hummingbird
 import Logging
 import Metrics
-import Synchronization
 
 /// Runs first on every request: admits it (``Admission``), times it for
 /// `http_server_request_duration_seconds{route,method,status}`, and counts and logs every rejection.

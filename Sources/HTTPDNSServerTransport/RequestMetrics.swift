@@ -1,6 +1,6 @@
+import HTTPDNSSynchronization
 import HTTPTypes
 import Metrics
-import Synchronization
 
 /// The request-duration timers, made once per (route, method, status) rather than looked up in the metrics
 /// factory on every request.

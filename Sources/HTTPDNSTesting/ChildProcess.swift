@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import Synchronization
+import HTTPDNSSynchronization
 
 /// A process a test starts and must stop: spawned with `posix_spawn`, stderr captured through a pipe.
 ///

@@ -1,5 +1,5 @@
 import HTTPDNSCore
-import Synchronization
+import HTTPDNSSynchronization
 
 /// A clock that moves only when told to: for tests of everything that depends on time.
 public final class ManualMonotonicClock: MonotonicClock {

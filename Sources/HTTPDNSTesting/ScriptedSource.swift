@@ -1,5 +1,5 @@
 import HTTPDNSCore
-import Synchronization
+import HTTPDNSSynchronization
 
 /// A `ResolutionSource` whose answers the test writes, for driving `ResolverCache` deterministically.
 ///

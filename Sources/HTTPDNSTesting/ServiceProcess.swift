@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HTTPDNSSynchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
 import HTTPDNSCore
-import Synchronization
+import HTTPDNSSynchronization
 
 /// A source with fixed answers per host, answered at once from memory: addresses, a negative answer, or a
 /// failure. A host with no reply of its own gets `init(_:otherwise:)`'s `otherwise` (NXDOMAIN by default). Counts

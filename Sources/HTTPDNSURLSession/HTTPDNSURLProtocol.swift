@@ -2,10 +2,10 @@ import AsyncHTTPClient
 import Foundation
 import FoundationNetworking
 import HTTPDNSInterceptor
+import HTTPDNSSynchronization
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// The URLSession adapter: a FoundationNetworking `URLProtocol` that forwards the http and https requests it takes
 /// through an `InterceptingHTTPClient`, never through URLSession itself (which cannot check a certificate for the

@@ -1,9 +1,9 @@
 import Foundation
 import FoundationNetworking
 import HTTPDNSInterceptor
+import HTTPDNSSynchronization
 import HTTPDNSURLSession
 import NIOCore
-import Synchronization
 
 /// `fetch --adapter urlsession`: the request through a URLSession with ``HTTPDNSStreamingURLProtocol`` installed,
 /// read by a data delegate, so the body streams as it does through the AsyncHTTPClient adapter.

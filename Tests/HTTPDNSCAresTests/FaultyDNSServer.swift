@@ -1,5 +1,5 @@
 import HTTPDNSCore
-import Synchronization
+import HTTPDNSSynchronization
 
 #if canImport(Glibc)
     import Glibc

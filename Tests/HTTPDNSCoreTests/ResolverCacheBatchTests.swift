@@ -1,6 +1,6 @@
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSTesting
-import Synchronization
 import Testing
 
 /// Pre-resolution through a ``BatchResolutionSource``: batches of its size, names held fresh skipped, duplicates

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSTesting
-import Synchronization
 import Testing
 
 /// `httpdns serve` as a real process on loopback, with a real dnsmasq upstream, exercised by clients no one here

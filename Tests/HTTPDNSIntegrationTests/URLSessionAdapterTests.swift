@@ -2,10 +2,10 @@ import Foundation
 import FoundationNetworking
 import HTTPDNSCore
 import HTTPDNSInterceptor
+import HTTPDNSSynchronization
 import HTTPDNSTesting
 import HTTPDNSURLSession
 import NIOSSL
-import Synchronization
 import Testing
 
 /// The URLSession adapter against nginx: the ways backend code uses URLSession on Linux — `data(for:)`,

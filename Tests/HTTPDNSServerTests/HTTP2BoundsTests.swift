@@ -1,9 +1,9 @@
+import HTTPDNSSynchronization
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
 import NIOHPACK
-import Synchronization
 import Testing
 
 @testable import HTTPDNSServer

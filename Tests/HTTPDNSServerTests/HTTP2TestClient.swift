@@ -1,9 +1,9 @@
+import HTTPDNSSynchronization
 import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
-import Synchronization
 import Testing
 
 @testable import HTTPDNSServer

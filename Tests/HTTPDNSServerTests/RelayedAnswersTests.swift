@@ -1,7 +1,7 @@
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSTesting
 import HTTPDNSWire
-import Synchronization
 import Testing
 
 @testable import HTTPDNSServer

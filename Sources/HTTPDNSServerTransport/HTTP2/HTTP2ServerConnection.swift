@@ -1,9 +1,9 @@
+import HTTPDNSSynchronization
 import HTTPTypes
 import Logging
 import NIOCore
 import NIOHPACK
 import NIOSSL
-import Synchronization
 
 /// The server side of one HTTP/2 connection (RFC 9113), on the bytes TLS has decrypted.
 ///

@@ -1,10 +1,10 @@
 import ArgumentParser
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSTesting
 import HTTPDNSWire
 import Metrics
 import Prometheus
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

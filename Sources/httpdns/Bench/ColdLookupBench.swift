@@ -1,8 +1,8 @@
 import ArgumentParser
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSWire
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

@@ -4,9 +4,9 @@ import HTTPDNSCAres
 import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSSettings
+import HTTPDNSSynchronization
 import NIOCore
 import NIOSSL
-import Synchronization
 
 /// The sources `httpdns health` asks, each on its own, and one round of asking them all at once.
 final class HealthCheck: Sendable {
