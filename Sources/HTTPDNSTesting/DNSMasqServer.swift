@@ -18,6 +18,12 @@ public final class DNSMasqServer: Sendable {
         try await LoopbackPeer.start { address, port in try await DNSMasqServer(ip: address, port: UInt16(port), records: records) }
     }
 
+    /// Starts dnsmasq for `records` on `address`, which a test picked before: to restart an upstream where it was.
+    /// Throws ``PeerStartError`` when the address is taken meanwhile.
+    public static func start(records: [String], at address: DNSServerAddress) async throws -> DNSMasqServer {
+        try await DNSMasqServer(ip: "\(address.ip)", port: address.port, records: records)
+    }
+
     private init(ip: String, port: UInt16, records: [String]) async throws {
         guard let executable = ChildProcess.find("dnsmasq") else {
             throw PeerStartError(

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HTTPDNSCore
 import HTTPDNSWire
 import Testing
@@ -42,5 +43,43 @@ import Testing
         #expect(write?.reason.contains("cannot be written") == true)
         let read = #expect(throws: WarmStartError.self) { try WarmStartFile.load(from: missingDirectory) }
         #expect(read?.reason.contains("cannot be read") == true)
+    }
+
+    /// A full disk: saving fails with an error that says so, and the file saved before it stays whole, with nothing
+    /// half-written beside it (a save writes a new file and renames it over the old one). The disk is a 64 KiB tmpfs
+    /// mounted for the test and filled to the last byte, so the test needs to be able to mount (root, as CI runs);
+    /// elsewhere it is cancelled, saying why.
+    @Test func aFullDiskLeavesTheFileSavedBeforeWhole() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-full-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard mount("httpdns-full", directory, "tmpfs", 0, "size=64k") == 0 else {
+            try Test.cancel("a 64 KiB tmpfs could not be mounted to fill (mounting needs root): \(String(cString: strerror(errno)))")
+        }
+        defer { umount(directory) }
+
+        let file = "\(directory)/warm.json"
+        let saved = [CachedEntry(host: try HostName("a.example"), ipv4: .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 60), ipv6: nil)]
+        try WarmStartFile.save(saved, to: file)
+
+        // Fill what is left, to the last byte.
+        let filler = open("\(directory)/filler", O_WRONLY | O_CREAT, 0o600)
+        try #require(filler >= 0)
+        let block = [UInt8](repeating: 0x2e, count: 4096)
+        var lastErrno: Int32 = 0
+        while true {
+            let written = block.withUnsafeBytes { write(filler, $0.baseAddress, $0.count) }
+            if written < 0 { lastErrno = errno; break }
+            if written < block.count { continue }
+        }
+        close(filler)
+        try #require(lastErrno == ENOSPC, "the filler stopped with errno \(lastErrno), not ENOSPC")
+
+        let bigger = saved + [CachedEntry(host: try HostName("b.example"), ipv4: .addresses([IPv4Address("192.0.2.2")!], ttlSeconds: 60), ipv6: nil)]
+        let error = #expect(throws: WarmStartError.self) { try WarmStartFile.save(bigger, to: file) }
+        #expect(error?.reason.contains("cannot be written") == true, "\(error?.description ?? "no error")")
+        #expect(error?.description.contains(file) == true)
+        #expect(try WarmStartFile.load(from: file) == saved)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["filler", "warm.json"])
     }
 }
