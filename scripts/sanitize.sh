@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # The test suite under a sanitizer, in a build directory of its own (.build-SANITIZER), so the ordinary build is
 # left alone. Usage: scripts/sanitize.sh address|thread [swift test arguments…]
-#   address  AddressSanitizer (and LeakSanitizer at exit): out-of-bounds, use-after-free, leaks.
+#   address  AddressSanitizer: out-of-bounds, use-after-free, double free. LeakSanitizer is off (detect_leaks=0).
 #   thread   ThreadSanitizer. Synchronization.Mutex is invisible to it on Linux, so this build defines
 #            HTTPDNS_THREAD_SANITIZER, and the package's `Mutex` (module HTTPDNSSynchronization) becomes a
 #            pthread mutex, which TSan understands.
-# Symbolising a report can hang on these machines, so reports carry addresses (symbolize=0); re-run one test with
-# ASAN_OPTIONS/TSAN_OPTIONS=symbolize=1 to read its frames.
+# Reports are symbolised by the toolchain's own llvm-symbolizer, named explicitly (left to find one, symbolising
+# can hang on these machines). Tests run one at a time: in parallel, a sanitizer's slowdown (5-15x) pushes tests
+# with budgets of a second past them, which says nothing about memory or threads. Tests that measure resident
+# memory cancel themselves (HTTPDNS_SANITIZER is set): under a sanitizer it is the sanitizer's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizer=${1:?usage: scripts/sanitize.sh address|thread [swift test arguments…]}
 shift
+symbolizer="$(dirname "$(readlink -f "$(command -v swift)")")/llvm-symbolizer"
+[ -x "$symbolizer" ] || { echo "sanitize.sh: no llvm-symbolizer beside swift ($symbolizer)" >&2; exit 2; }
+export HTTPDNS_SANITIZER="$sanitizer"
 case "$sanitizer" in
   address)
-    export ASAN_OPTIONS="symbolize=0:detect_leaks=0:${ASAN_OPTIONS:-}"
+    export ASAN_OPTIONS="external_symbolizer_path=$symbolizer:detect_leaks=0:${ASAN_OPTIONS:-}"
     defines=() ;;
   thread)
-    export TSAN_OPTIONS="symbolize=0:halt_on_error=0:${TSAN_OPTIONS:-}"
+    # halt_on_error=0: every report of a run, not only the first. The suppressions file says why each is there.
+    export TSAN_OPTIONS="external_symbolizer_path=$symbolizer:halt_on_error=0:suppressions=$PWD/scripts/sanitizers/tsan-suppressions.txt:${TSAN_OPTIONS:-}"
     defines=(-Xswiftc -DHTTPDNS_THREAD_SANITIZER) ;;
   *) echo "sanitize.sh: address or thread, not $sanitizer" >&2; exit 2 ;;
 esac
@@ -28,6 +34,6 @@ echo "sanitize: built in $((built - started)) s" >&2
 # The service's own child processes (httpdns serve, resolve …) are built with the sanitizer too; a report in one
 # makes it exit with the sanitizer's status, which the test that started it sees.
 status=0
-swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" "$@" || status=$?
+swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" --no-parallel "$@" || status=$?
 echo "sanitize: tests ran in $(( $(date +%s) - built )) s, status $status" >&2
 exit "$status"

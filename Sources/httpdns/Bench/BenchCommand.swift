@@ -6,6 +6,6 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks, each reported as a ratio against a baseline measured in the same run.",
-        subcommands: [CacheHitBench.self, ColdLookupBench.self, MemoryBench.self, PolicyHitBench.self, ClientColdBench.self, PreResolveBench.self, CanonicalBench.self, InterceptorBench.self]
+        subcommands: [CacheHitBench.self, ColdLookupBench.self, MemoryBench.self, PolicyHitBench.self, ClientColdBench.self, PreResolveBench.self, CanonicalBench.self, InterceptorBench.self, SoakClient.self]
     )
 }
