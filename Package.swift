@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "HTTPDNSURLSession", targets: ["HTTPDNSURLSession"]),
         .library(name: "HTTPDNSMetrics", targets: ["HTTPDNSMetrics"]),
         .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
+        // The command line's settings (keys, environment variables, flags, the JSON file), for the fuzz target of
+        // configuration files and for tools that want the same keys.
+        .library(name: "HTTPDNSSettings", targets: ["HTTPDNSSettings"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
     dependencies: [

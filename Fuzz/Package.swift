@@ -18,6 +18,8 @@ let package = Package(
         .executableTarget(name: "FuzzCacheControl", dependencies: ["FuzzDriver", .product(name: "HTTPDNSInterceptor", package: parent)]),
         .executableTarget(name: "FuzzCanonicalRequest", dependencies: ["FuzzDriver", .product(name: "HTTPDNSInterceptor", package: parent)]),
         .executableTarget(name: "FuzzHTTP1", dependencies: ["FuzzDriver", .product(name: "HTTPDNSServer", package: parent)]),
+        .executableTarget(name: "FuzzQueryParameters", dependencies: ["FuzzDriver", .product(name: "HTTPDNSServer", package: parent)]),
+        .executableTarget(name: "FuzzSettings", dependencies: ["FuzzDriver", .product(name: "HTTPDNSSettings", package: parent)]),
         .executableTarget(name: "FuzzHTTP2", dependencies: ["FuzzDriver", .product(name: "HTTPDNSServer", package: parent)]),
     ]
 )

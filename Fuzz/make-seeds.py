@@ -48,6 +48,20 @@ write("FuzzCacheControl", "common", "max-age=60, public")
 write("FuzzCacheControl", "quoted", 'private="Set-Cookie, X-Foo", no-cache, s-maxage=30\nmust-revalidate')
 write("FuzzCacheControl", "odd", 'max-age="120", max-age=0, no-store=, , ,stale-while-revalidate=99999999999999999999')
 
+# Request targets after their leading "/".
+write("FuzzQueryParameters", "d", "d?host=api.example.test&query=4,6")
+write("FuzzQueryParameters", "odd", "resolve?host=a.test&host=b.test&=x&query&&type=AAAA#frag?host=c")
+write("FuzzQueryParameters", "doh", "dns-query?dns=AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA2NvbQAAAQAB&ct=application/dns-message")
+write("FuzzQueryParameters", "plus", "d?host=a+b.test&t=1&s=%41")
+
+# The service's example configuration file as it ships, and odd ones; the first byte also picks a flag.
+with open(os.path.join(os.path.dirname(root), "..", "deploy", "httpdns.json"), "rb") as f:
+    write("FuzzSettings", "deploy-httpdns.json", f.read())
+write("FuzzSettings", "resolve", '{"source":"httpdns","servers":["https://192.0.2.1:443"],"budgetMs":2000,"pins":["sha256/AAAA"]}')
+write("FuzzSettings", "health", '{"services":["https://[2001:db8::1]:8443/"],"dns":["127.0.0.1:53"],"allowPrivate":["*.corp.test"]}')
+write("FuzzSettings", "odd", '{"listen":"[::1]:99999","upstream":"127.0.0.1","maxConnections":1e400,"accounts":{"a":{"secret":""}}}')
+write("FuzzSettings", "not-an-object", '[{"listen":"127.0.0.1:8053"}]')
+
 write("FuzzCanonicalRequest", "plain", "https://api.example.test/v1/items?b=2&a=1\nAccept: */*\nUser-Agent: fuzz")
 write("FuzzCanonicalRequest", "messy",
       "HTTPS://User:Pw@API.Example.TEST:443/a/./b/../%7euser/%2F?q=%zz#frag\nHost: other.test\nAccept-Encoding: gzip")

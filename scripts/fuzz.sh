@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
     *) echo "fuzz.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-targets=(FuzzDNSMessage FuzzNativeJSON FuzzCacheControl FuzzCanonicalRequest FuzzHTTP1 FuzzHTTP2)
+targets=(FuzzDNSMessage FuzzNativeJSON FuzzCacheControl FuzzCanonicalRequest FuzzQueryParameters FuzzSettings FuzzHTTP1 FuzzHTTP2)
 [ -n "$only" ] && targets=("$only")
 
 echo "fuzz: building ${targets[*]} (debug, -sanitize=fuzzer,address)" >&2

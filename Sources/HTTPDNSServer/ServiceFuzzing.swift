@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HummingbirdCore
 @_spi(Fuzzing) import HTTPDNSServerTransport
 import Logging
 
@@ -47,5 +48,24 @@ private struct EveryNameSource: ResolutionSource {
             ipv4: families.contains(.ipv4) ? .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 60) : nil,
             ipv6: families.contains(.ipv6) ? .addresses([], ttlSeconds: 60) : nil
         )
+    }
+}
+
+extension ServiceFuzzing {
+    /// The names the routes read from a query.
+    public static let queryParameterNames = ["host", "query", "dns", "name", "type", "t", "s", "ct", "do", "cd"]
+
+    /// A request target's query parameters as the cache-hit paths read them (`PlainTarget`), against Hummingbird's
+    /// `URI`, which the router reads: for every target `PlainTarget` takes, each name's first value must be the
+    /// same, or a hit and a miss would read one request two ways.
+    /// - Returns: the first name whose values differ, and both values; nil when they agree or `PlainTarget` leaves
+    ///   the target to `URI`.
+    public static func queryParametersDiffer(_ target: String) -> String? {
+        guard let plain = PlainTarget(target) else { return nil }
+        let parsed = URI(target).queryParameters
+        for name in queryParameterNames where plain.first(name) != parsed.first(name) {
+            return "\(name): PlainTarget read \(plain.first(name).map { "'\($0)'" } ?? "nothing"), URI read \(parsed.first(name).map { "'\($0)'" } ?? "nothing") in \(target.debugDescription)"
+        }
+        return nil
     }
 }

@@ -27,8 +27,12 @@ struct SoakClient: AsyncParsableCommand {
     @Option(help: "Lookups in flight at once.")
     var concurrency = 8
 
+    @Option(name: .customLong("pause-ms"), help: "Each task's pause between two lookups, in milliseconds (0: none).")
+    var pauseMs = 1
+
     func validate() throws {
         guard seconds > 0, names > 0, concurrency > 0 else { throw ValidationError("--seconds, --names and --concurrency must be positive") }
+        guard pauseMs >= 0 else { throw ValidationError("--pause-ms must be 0 or more") }
     }
 
     final class Counts: Sendable {
@@ -51,7 +55,7 @@ struct SoakClient: AsyncParsableCommand {
             await source.shutdown()
             throw ValidationError("\(failedFirst.count) of \(names) names failed before the soak began: \(failedFirst.first!.value)")
         }
-        let seconds = self.seconds
+        let (seconds, pause) = (self.seconds, Duration.milliseconds(pauseMs))
         let clock = ContinuousClock()
         let start = clock.now
         let counts = Counts()
@@ -63,6 +67,7 @@ struct SoakClient: AsyncParsableCommand {
                         let outcome: Result<HostResolver.Answer, any Error>
                         do { outcome = .success(try await resolver.resolve(host, families: .ipv4)) } catch { outcome = .failure(error) }
                         let index = Int((clock.now - start).components.seconds)
+                        if pause > .zero { try? await clock.sleep(for: pause) }
                         counts.state.withLock { counts in
                             switch outcome {
                             case .success(let answer):
