@@ -34,6 +34,9 @@ echo "sanitize: built in $((built - started)) s" >&2
 # The service's own child processes (httpdns serve, resolve …) are built with the sanitizer too; a report in one
 # makes it exit with the sanitizer's status, which the test that started it sees.
 status=0
-swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" --no-parallel "$@" || status=$?
+# Under a time limit (HTTPDNS_TEST_TIMEOUT seconds, 25 minutes by default; a run takes about 4), so a hang fails
+# rather than running out CI's clock.
+timeout --kill-after=30 "${HTTPDNS_TEST_TIMEOUT:-1500}" \
+  swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" --no-parallel "$@" || status=$?
 echo "sanitize: tests ran in $(( $(date +%s) - built )) s, status $status" >&2
 exit "$status"

@@ -52,3 +52,9 @@ scripts/docs.sh
 # Every fuzz target builds and runs over its seeds and regressions for a few seconds, so the harness cannot rot
 # (docs/RELIABILITY.md). The first build of Fuzz/ takes about 4 minutes on 2 cores.
 scripts/fuzz.sh "${HTTPDNS_FUZZ_SECONDS:-5}"
+
+# The suite again under a sanitizer, when HTTPDNS_SANITIZE names one (thread or address; docs/RELIABILITY.md,
+# "Sanitizers"). CI asks for ThreadSanitizer (.ci/run): about 10 minutes more on 2 cores from a fresh clone.
+if [ -n "${HTTPDNS_SANITIZE:-}" ]; then
+    scripts/sanitize.sh "$HTTPDNS_SANITIZE"
+fi
