@@ -29,8 +29,11 @@ done
 bin="$here/Fuzz/.build/debug"
 scratch=$(mktemp -d /tmp/httpdns-fuzz.XXXXXX)
 echo "fuzz: scratch corpus and findings in $scratch" >&2
-# Symbolising a report can hang on these machines; the frames' addresses are enough to find the input's path.
-export ASAN_OPTIONS="symbolize=0:detect_leaks=1:${ASAN_OPTIONS:-}"
+# Reports are symbolised by the toolchain's own llvm-symbolizer, named explicitly (left to find one, symbolising can
+# hang on these machines); LeakSanitizer's suppressions need the frames' names.
+symbolizer="$(dirname "$(readlink -f "$(command -v swift)")")/llvm-symbolizer"
+export ASAN_OPTIONS="external_symbolizer_path=$symbolizer:detect_leaks=1:${ASAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$here/scripts/sanitizers/lsan-suppressions.txt:${LSAN_OPTIONS:-}"
 
 status=0
 for target in "${targets[@]}"; do

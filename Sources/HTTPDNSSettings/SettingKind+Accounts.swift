@@ -17,7 +17,7 @@ extension SettingKind {
         guard !path.isEmpty else { throw SettingError(origin, "must name a JSON file of accounts") }
         let bytes: [UInt8]
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes = try SettingsFile.read(path)
         } catch {
             throw SettingError(origin, "cannot read accounts from \(path) (a JSON object of accounts): \(error)")
         }

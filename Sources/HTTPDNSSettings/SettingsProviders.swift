@@ -54,7 +54,7 @@ struct FileSettingsProvider: SettingsProvider {
         let table = Dictionary(uniqueKeysWithValues: settings.map { ($0.key, $0) })
         let bytes: [UInt8]
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes = try SettingsFile.read(path)
         } catch {
             throw SettingError("cannot read the configuration file \(path): \(error)")
         }

@@ -5,8 +5,19 @@ import HTTPDNSSettings
 
 /// The command line's settings as `serve`, `resolve` and `health` read them: the input as the JSON configuration
 /// file, then as the text of one flag (the first byte picks which; flags and environment variables share the
-/// reading of text). A `SettingError` is expected; a crash, a hang or a leak is a finding.
-let file = "/tmp/httpdns-fuzz-settings-\(getpid()).json"
+/// reading of text). The flag's text is the input after its first byte. A `SettingError` is expected; a crash, a
+/// hang or a leak is a finding.
+/// The input's file, in a directory of this process's own (mkdtemp), removed at exit.
+let directory: String = {
+    var template = Array("/tmp/httpdns-fuzz-settings.XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { fatalError("mkdtemp: \(String(cString: strerror(errno)))") }
+    return String(cString: made)
+}()
+let file = "\(directory)/settings.json"
+atexit {
+    unlink(file)
+    rmdir(directory)
+}
 let tables: [(String, [Setting])] = [("serve", ServeSettings.table), ("resolve", ResolveSettings.table), ("health", HealthSettings.table)]
 let every = tables.flatMap(\.1)
 
@@ -21,8 +32,7 @@ func read(_ command: String, _ reader: SettingsReader) async {
 
 runFuzzer { start, count in
     let bytes = UnsafeBufferPointer(start: start, count: count)
-    let written = FileManagerless.write(bytes, to: file)
-    precondition(written, "cannot write \(file)")  // the harness's own failure, not an input's
+    guard FileManagerless.write(bytes, to: file) else { fatalError("the harness cannot write \(file)") }
     let flagText = String(decoding: bytes.dropFirst(), as: UTF8.self)
     let flagged = count > 0 ? every[Int(bytes[0]) % every.count] : nil
     let done = DispatchSemaphore(value: 0)
@@ -45,7 +55,7 @@ runFuzzer { start, count in
 /// Writing the input with open/write, so a run costs no Foundation.
 enum FileManagerless {
     static func write(_ bytes: UnsafeBufferPointer<UInt8>, to path: String) -> Bool {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var offset = 0
