@@ -16,13 +16,16 @@ shift
 symbolizer="$(dirname "$(readlink -f "$(command -v swift)")")/llvm-symbolizer"
 [ -x "$symbolizer" ] || { echo "sanitize.sh: no llvm-symbolizer beside swift ($symbolizer)" >&2; exit 2; }
 export HTTPDNS_SANITIZER="$sanitizer"
+# Every report, the test runner's and those of the processes it starts (httpdns serve, resolve, …), goes to a file
+# here, so that none is lost in a child's discarded stderr; any file at the end fails the run.
+reports=$(mktemp -d /tmp/httpdns-sanitize.XXXXXX)
 case "$sanitizer" in
   address)
-    export ASAN_OPTIONS="external_symbolizer_path=$symbolizer:detect_leaks=0:${ASAN_OPTIONS:-}"
+    export ASAN_OPTIONS="external_symbolizer_path=$symbolizer:detect_leaks=0:log_path=$reports/report:${ASAN_OPTIONS:-}"
     defines=() ;;
   thread)
     # halt_on_error=0: every report of a run, not only the first. The suppressions file says why each is there.
-    export TSAN_OPTIONS="external_symbolizer_path=$symbolizer:halt_on_error=0:suppressions=$PWD/scripts/sanitizers/tsan-suppressions.txt:${TSAN_OPTIONS:-}"
+    export TSAN_OPTIONS="external_symbolizer_path=$symbolizer:halt_on_error=0:suppressions=$PWD/scripts/sanitizers/tsan-suppressions.txt:log_path=$reports/report:${TSAN_OPTIONS:-}"
     defines=(-Xswiftc -DHTTPDNS_THREAD_SANITIZER) ;;
   *) echo "sanitize.sh: address or thread, not $sanitizer" >&2; exit 2 ;;
 esac
@@ -31,12 +34,20 @@ started=$(date +%s)
 swift build --build-tests --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" "${defines[@]}"
 built=$(date +%s)
 echo "sanitize: built in $((built - started)) s" >&2
-# The service's own child processes (httpdns serve, resolve …) are built with the sanitizer too; a report in one
-# makes it exit with the sanitizer's status, which the test that started it sees.
+# The service's own child processes (httpdns serve, resolve …) are built with the sanitizer too.
 status=0
 # Under a time limit (HTTPDNS_TEST_TIMEOUT seconds, 25 minutes by default; a run takes about 4), so a hang fails
 # rather than running out CI's clock.
 timeout --kill-after=30 "${HTTPDNS_TEST_TIMEOUT:-1500}" \
   swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" --no-parallel "$@" || status=$?
+[ "$status" -eq 124 ] && echo "sanitize: the tests did not finish within ${HTTPDNS_TEST_TIMEOUT:-1500} s" >&2
 echo "sanitize: tests ran in $(( $(date +%s) - built )) s, status $status" >&2
+if compgen -G "$reports/report.*" >/dev/null; then
+  echo "sanitize: $(ls "$reports" | wc -l) report file(s), from the test runner or a process it started:" >&2
+  cat "$reports"/report.* >&2
+  status=1
+else
+  echo "sanitize: no report" >&2
+fi
+rm -rf "$reports"
 exit "$status"

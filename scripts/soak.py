@@ -26,6 +26,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import h2.config
@@ -37,7 +38,11 @@ SERVICE_IP, SERVICE_PORT = "127.0.0.97", 28643
 MISS_NAMES = 5000          # r<N>.miss.test: any name under miss.test is 127.0.0.3, TTL 1 s (cached 5 s)
 NX_NAMES = 5000            # x<N>.nx.test: NXDOMAIN (negative TTL 30 s)
 UPSTREAM_DOWN_SECONDS = 3
-GRACE_SECONDS = 5          # after the upstream is back, 503s are still expected this long (Retry-After 5)
+# After the upstream is back, a 503 is still expected this long: a request may join the service's query for its name
+# that began while the upstream was down, which fails only after upstreamTimeoutMs × upstreamTries (1 s × 2).
+GRACE_SECONDS = 2
+RESETS_PER_CONNECTION = 900  # under the service's 1,000 over a connection's life; then a new connection
+CONNECT_TIMEOUT = 10
 
 
 def doh_query(name, qtype=1):
@@ -95,12 +100,15 @@ class Stats:
         index = int((now - self.started) // 60)
         return self.minutes.setdefault(index, {"sent": 0, "latencies": [], "unexpected": [], "expected": 0, "kinds": {}})
 
-    def record(self, kind, began, problem):
+    def record(self, kind, began, problem, timed=True):
+        """One request of `kind`, begun at `began`: None when it got what it should, else what went wrong. A reset
+        stream is not timed (there is no answer to wait for)."""
         now = time.monotonic()
         bucket = self.minute(now)
         bucket["sent"] += 1
         bucket["kinds"][kind] = bucket["kinds"].get(kind, 0) + 1
-        bucket["latencies"].append(now - began)
+        if timed:
+            bucket["latencies"].append(now - began)
         if problem is None:
             return
         if kind in ("miss", "nxdomain") and problem.startswith("503") and self.in_upstream_window(began, now):
@@ -121,14 +129,19 @@ def tls_context(cafile, alpn):
     return context
 
 
+async def connect(args, alpn):
+    return await asyncio.wait_for(asyncio.open_connection(
+        SERVICE_IP, SERVICE_PORT, ssl=tls_context(args.cafile, alpn), server_hostname="serve.test"), CONNECT_TIMEOUT)
+
+
 async def http2_client(args, stats, stop, rng, concurrency):
-    """One HTTP/2 connection with `concurrency` requests in flight; a new connection if this one fails."""
+    """One HTTP/2 connection with `concurrency` requests in flight. A new connection when this one fails, or once it
+    has reset RESETS_PER_CONNECTION streams (its workers finish what they sent first)."""
     while not stop.is_set():
         try:
-            reader, writer = await asyncio.open_connection(
-                SERVICE_IP, SERVICE_PORT, ssl=tls_context(args.cafile, "h2"), server_hostname="serve.test")
-        except OSError as error:
-            stats.minute(time.monotonic())["unexpected"].append(f"h2 connect: {error}")
+            reader, writer = await connect(args, "h2")
+        except (OSError, asyncio.TimeoutError) as error:
+            stats.minute(time.monotonic())["unexpected"].append(f"h2 connect: {type(error).__name__} {error}")
             await asyncio.sleep(0.5)
             continue
         connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
@@ -137,9 +150,13 @@ async def http2_client(args, stats, stop, rng, concurrency):
         pending = {}   # stream id -> [kind, began, status, body, future]
         lock = asyncio.Lock()
         # One stream reset a second per connection: a client cancelling now and then. The service tolerates 200
-        # resets per 30 s and 1,000 over a connection's life (then GOAWAY ENHANCE_YOUR_CALM), which a 10-minute
-        # soak at this pace stays under.
+        # resets per 30 s and 1,000 over a connection's life (then GOAWAY ENHANCE_YOUR_CALM).
         last_reset = [time.monotonic()]
+        resets = [0]
+
+        def settle(entry, error=None):
+            if not entry[4].done():
+                entry[4].set_exception(error) if error else entry[4].set_result(None)
 
         async def pump():
             while True:
@@ -156,17 +173,17 @@ async def http2_client(args, stats, stop, rng, concurrency):
                             entry[3] += event.data
                     elif isinstance(event, h2.events.StreamEnded) and entry:
                         pending.pop(event.stream_id)
-                        entry[4].set_result(None)
+                        settle(entry)
                     elif isinstance(event, h2.events.StreamReset) and entry:
                         pending.pop(event.stream_id)
-                        entry[4].set_exception(ConnectionError(f"stream reset by the service, code {event.error_code}"))
+                        settle(entry, ConnectionError(f"stream reset by the service, code {event.error_code}"))
                     elif isinstance(event, h2.events.ConnectionTerminated):
                         raise ConnectionError(f"GOAWAY {event.error_code}")
                 writer.write(connection.data_to_send())
 
-        async def one(worker):
+        async def one():
             counter = 0
-            while not stop.is_set():
+            while not stop.is_set() and resets[0] < RESETS_PER_CONNECTION:
                 counter += 1
                 reset_allowed = time.monotonic() - last_reset[0] >= 1.0
                 if reset_allowed:
@@ -179,28 +196,38 @@ async def http2_client(args, stats, stop, rng, concurrency):
                                                      (":authority", "serve.test"), (":path", path)], end_stream=True)
                     if reset:
                         connection.reset_stream(stream, 8)  # CANCEL
+                        resets[0] += 1
                     writer.write(connection.data_to_send())
                 if reset:
-                    stats.record(kind, began, None)
+                    stats.record(kind, began, None, timed=False)
                     continue
-                future = asyncio.get_running_loop().create_future()
-                entry = [kind, began, 0, b"", future]
+                entry = [kind, began, 0, b"", asyncio.get_running_loop().create_future()]
                 pending[stream] = entry
                 try:
-                    await asyncio.wait_for(future, args.request_timeout)
+                    await asyncio.wait_for(asyncio.shield(entry[4]), args.request_timeout)
                     stats.record(kind, began, check(kind, entry[2], entry[3]))
                 except asyncio.TimeoutError:
                     pending.pop(stream, None)
                     stats.record(kind, began, f"no answer in {args.request_timeout} s")
+                except ConnectionError as error:
+                    stats.record(kind, began, str(error))
 
         pump_task = asyncio.create_task(pump())
-        workers = [asyncio.create_task(one(index)) for index in range(concurrency)]
+        workers = asyncio.gather(*[one() for _ in range(concurrency)])
         stopper = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait([pump_task, stopper, *workers], return_when=asyncio.FIRST_COMPLETED)
-        for task in [pump_task, stopper, *workers]:
+        done, _ = await asyncio.wait([pump_task, stopper, workers], return_when=asyncio.FIRST_COMPLETED)
+        if not stop.is_set():
+            for task in done:
+                if task is not stopper and not task.cancelled() and task.exception() is not None:
+                    stats.minute(time.monotonic())["unexpected"].append(f"h2 connection: {type(task.exception()).__name__} {task.exception()}")
+            if pump_task in done:
+                # Requests in flight on a connection that ended: each is an error of its own.
+                for entry in list(pending.values()):
+                    stats.record(entry[0], entry[1], "in flight when the connection ended")
+                pending.clear()
+        for task in (pump_task, stopper, workers):
             task.cancel()
-        if pump_task in done and not stop.is_set():
-            stats.minute(time.monotonic())["unexpected"].append(f"h2 connection: {pump_task.exception()}")
+        await asyncio.gather(pump_task, stopper, workers, return_exceptions=True)
         writer.close()
 
 
@@ -208,30 +235,32 @@ async def http1_client(args, stats, stop, rng):
     """One HTTP/1.1 keep-alive connection, a request at a time; a new connection if this one fails."""
     while not stop.is_set():
         try:
-            reader, writer = await asyncio.open_connection(
-                SERVICE_IP, SERVICE_PORT, ssl=tls_context(args.cafile, "http/1.1"), server_hostname="serve.test")
-        except OSError as error:
-            stats.minute(time.monotonic())["unexpected"].append(f"h1 connect: {error}")
+            reader, writer = await connect(args, "http/1.1")
+        except (OSError, asyncio.TimeoutError) as error:
+            stats.minute(time.monotonic())["unexpected"].append(f"h1 connect: {type(error).__name__} {error}")
             await asyncio.sleep(0.5)
             continue
         counter = 0
-        try:
-            while not stop.is_set():
-                counter += 1
-                kind, path, _ = pick_request(rng, counter, False)
-                began = time.monotonic()
+        while not stop.is_set():
+            counter += 1
+            kind, path, _ = pick_request(rng, counter, False)
+            began = time.monotonic()
+            try:
                 writer.write(f"GET {path} HTTP/1.1\r\nHost: serve.test\r\n\r\n".encode())
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), args.request_timeout)
                 lines = head.decode("latin-1").split("\r\n")
                 status = int(lines[0].split(" ")[1])
                 length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
                 body = await asyncio.wait_for(reader.readexactly(length), args.request_timeout)
-                stats.record(kind, began, check(kind, status, body))
-                if any(line.lower() == "connection: close" for line in lines):
-                    break
-        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, StopIteration, ValueError) as error:
-            if not stop.is_set():
-                stats.minute(time.monotonic())["unexpected"].append(f"h1 connection: {type(error).__name__} {error}")
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 — every failure of a request is counted, then a new connection
+                if not stop.is_set():
+                    stats.record(kind, began, f"HTTP/1.1: {type(error).__name__} {error}")
+                break
+            stats.record(kind, began, check(kind, status, body))
+            if any(line.lower() == "connection: close" for line in lines):
+                break
         writer.close()
 
 
@@ -250,27 +279,33 @@ def wait_for_dns():
     raise RuntimeError("dnsmasq did not come up")
 
 
-def start_service(args, work):
+def start_service(args, work, processes):
+    """Starts `httpdns serve` (in `processes` at once, so that it is stopped whatever happens) and waits until it
+    answers /healthz."""
     environment = dict(os.environ, HTTPDNS_RATE_LIMIT_PER_SECOND="0", HTTPDNS_LOG_LEVEL="warning")
     service = subprocess.Popen([args.httpdns, "serve", "--listen", f"{SERVICE_IP}:{SERVICE_PORT}",
                                 "--upstream", f"{DNS_IP}:{DNS_PORT}", "--tls-cert", f"{work}/cert.pem",
                                 "--tls-key", f"{work}/key.pem"], env=environment, stderr=subprocess.DEVNULL)
+    processes.append(service)
     for _ in range(100):
         if subprocess.run(["curl", "-s", "-o", "/dev/null", "--cacert", f"{work}/cert.pem", "--resolve",
                            f"serve.test:{SERVICE_PORT}:{SERVICE_IP}", f"https://serve.test:{SERVICE_PORT}/healthz"]).returncode == 0:
             return service
         time.sleep(0.1)
-    service.kill()
     raise RuntimeError("httpdns serve did not come up")
 
 
 def client_soak(args, work, service, processes):
     """The library client: `httpdns bench soak-client` (HostResolver through the service) for MINUTES, with the
-    service stopped and started again halfway. Every lookup must be answered, stale while the service is away."""
+    service killed (SIGKILL) and started again halfway. Every lookup must be answered, stale while the service is
+    away."""
     client = subprocess.Popen([args.httpdns, "bench", "soak-client", "--server", f"https://{SERVICE_IP}:{SERVICE_PORT}",
                                "--cacert", f"{work}/cert.pem", "--seconds", str(args.minutes * 60)],
                               stdout=subprocess.PIPE, text=True)
     processes.append(client)
+    # The client stops by itself after its seconds; past two minutes more, it is stopped.
+    watchdog = threading.Timer(args.minutes * 60 + 120, client.kill)
+    watchdog.start()
     lines = []
     halfway = args.minutes * 30
     restarted = False
@@ -278,13 +313,13 @@ def client_soak(args, work, service, processes):
         lines.append(json.loads(line))
         if not restarted and lines[-1]["second"] + 1 >= halfway:
             restarted = True
-            print(f"soak: stopping the service for {UPSTREAM_DOWN_SECONDS} s", file=sys.stderr)
-            service.terminate()
+            print(f"soak: killing the service, and starting it again {UPSTREAM_DOWN_SECONDS} s later", file=sys.stderr)
+            service.kill()
             service.wait(timeout=30)
             time.sleep(UPSTREAM_DOWN_SECONDS)
-            service = start_service(args, work)
-            processes.append(service)
+            service = start_service(args, work, processes)
     client.wait()
+    watchdog.cancel()
     print(f"{'minute':>6} {'lookups':>11} {'answered':>11} {'stale':>11} {'failed':>6}")
     failed = 0
     errors = []
@@ -322,7 +357,7 @@ def h2load_figures(output):
     return float(rate.group(1)), [int(x) for x in requests.groups()], [int(x) for x in codes.groups()]
 
 
-async def soak(args, work, service):
+async def soak(args, work, service, processes):
     stats = Stats(time.monotonic())
     stop = asyncio.Event()
     rng = random.Random(args.seed)
@@ -341,13 +376,15 @@ async def soak(args, work, service):
             await loop.run_in_executor(None, dnsmasq.wait)
             await asyncio.sleep(UPSTREAM_DOWN_SECONDS)
             dnsmasq = start_dnsmasq(work)
+            processes.append(dnsmasq)
             await loop.run_in_executor(None, wait_for_dns)
             stats.upstream_down = (stats.upstream_down[0], time.monotonic())
         if second % 60 == 0:
             memory[second // 60 - 1] = resident_kib(service.pid)
     stop.set()
-    await asyncio.gather(*clients, return_exceptions=True)
-    args.dnsmasq = dnsmasq
+    for outcome in await asyncio.gather(*clients, return_exceptions=True):
+        if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+            stats.minute(time.monotonic())["unexpected"].append(f"a client died: {type(outcome).__name__} {outcome}")
     return stats, memory
 
 
@@ -379,29 +416,36 @@ def main():
                 f"port={DNS_PORT}", f"listen-address={DNS_IP}", "bind-interfaces", "no-resolv", "no-hosts", "user=root",
                 "local=/test/", "local=/invalid/", "local-ttl=1", "host-record=serve.test,127.0.0.1,3600",
                 "address=/miss.test/127.0.0.3", ""]))
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-keyout", f"{work}/key.pem", "-out", f"{work}/cert.pem", "-days", "1", "-subj", "/CN=soak",
-                        "-addext", f"subjectAltName=DNS:serve.test,IP:{SERVICE_IP}"], check=True, capture_output=True)
+        try:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                            "-keyout", f"{work}/key.pem", "-out", f"{work}/cert.pem", "-days", "1", "-subj", "/CN=soak",
+                            "-addext", f"subjectAltName=DNS:serve.test,IP:{SERVICE_IP}"], check=True, capture_output=True)
+        except (OSError, subprocess.CalledProcessError) as error:
+            print(f"soak: could not make a certificate: {error}", file=sys.stderr)
+            return 2
         args.cafile = f"{work}/cert.pem"
         processes = []
         try:
             args.dnsmasq = start_dnsmasq(work)
             processes.append(args.dnsmasq)
             wait_for_dns()
-            service = start_service(args, work)
-            processes.append(service)
+            service = start_service(args, work, processes)
             if args.client:
                 return client_soak(args, work, service, processes)
-            peak, _, _ = h2load_figures(h2load(args, ["-c", "16", "-m", "10", "-t", "1"], 5).communicate()[0])
+            measure = h2load(args, ["-c", "16", "-m", "10", "-t", "1"], 5)
+            processes.append(measure)
+            peak, _, _ = h2load_figures(measure.communicate()[0])
             clients = 16
             rate = max(1, int(peak * args.load_fraction / clients))
             print(f"soak: peak {peak:.0f} req/s (h2load, 16 connections × 10 streams, 5 s); "
                   f"h2load sends {rate * clients} req/s for {args.minutes} min", file=sys.stderr)
             bulk = h2load(args, ["-c", str(clients), "-m", "10", "-t", "1", "--rps", str(rate)], args.minutes * 60)
             processes.append(bulk)
-            stats, memory = asyncio.run(soak(args, work, service))
-            processes.append(args.dnsmasq)
+            stats, memory = asyncio.run(soak(args, work, service, processes))
             bulk_rate, bulk_requests, bulk_codes = h2load_figures(bulk.communicate()[0])
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
+            print(f"soak: could not run: {error}", file=sys.stderr)
+            return 2
         finally:
             for process in processes:
                 if process.poll() is None:

@@ -4,12 +4,13 @@
 # minute, what was sent, the unexpected errors, p50/p99 latency and resident memory; exits 1 when there was an
 # unexpected error or memory moved more than 10% after the first minute (docs/RELIABILITY.md, "Soak").
 # Everything listens on 127.0.0.96-97. Needs dnsmasq, h2load, dig, curl, openssl and python's h2
-# (scripts/install-deps.sh --bench). Usage: scripts/soak.sh [MINUTES] [soak.py options…]   (HTTPDNS_BIN=… to use
-# another httpdns binary)
+# (scripts/install-deps.sh --bench). Usage: scripts/soak.sh [MINUTES] [--client] [soak.py options…]
+# (HTTPDNS_BIN=… to use another httpdns binary). --client soaks the library instead: HostResolver lookups through
+# the service, which is stopped and started again halfway.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-minutes=${1:-10}
-shift || true
+minutes=10
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then minutes=$1; shift; fi
 for tool in dnsmasq h2load dig curl openssl python3; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || { echo "soak: $tool is missing (scripts/install-deps.sh --bench)" >&2; exit 2; }
 done

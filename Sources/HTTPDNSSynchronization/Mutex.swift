@@ -5,13 +5,17 @@
 // then `Mutex` is a class around a `pthread_mutex_t`, which TSan understands. Every other build gets the standard
 // library's `Mutex` itself, through this module's re-export: no wrapper, no cost.
 //
-// Modules import this one instead of `Synchronization`. In a TSan build it re-exports `Atomic` alone, so that the
-// name `Mutex` means one type only.
+// Modules import this one instead of `Synchronization`. In a TSan build it re-exports `Atomic` and its orderings
+// alone, so that the name `Mutex` means one type only.
 
 #if HTTPDNS_THREAD_SANITIZER
 import Glibc
 import Synchronization
 @_exported import struct Synchronization.Atomic
+@_exported import struct Synchronization.AtomicLoadOrdering
+@_exported import protocol Synchronization.AtomicRepresentable
+@_exported import struct Synchronization.AtomicStoreOrdering
+@_exported import struct Synchronization.AtomicUpdateOrdering
 
 /// A `pthread_mutex_t` with the interface of `Synchronization.Mutex`, for ThreadSanitizer builds only.
 public final class Mutex<Value: ~Copyable>: @unchecked Sendable {

@@ -35,8 +35,14 @@ struct SoakClient: AsyncParsableCommand {
         guard pauseMs >= 0 else { throw ValidationError("--pause-ms must be 0 or more") }
     }
 
+    /// Counts by second; a second once printed takes no more, so a lookup that ends as its second is printed is
+    /// counted in the next.
     final class Counts: Sendable {
-        let state = Mutex<[Int: Second]>([:])
+        struct State {
+            var seconds: [Int: Second] = [:]
+            var printed = 0
+        }
+        let state = Mutex(State())
     }
 
     struct Second: Sendable {
@@ -66,18 +72,20 @@ struct SoakClient: AsyncParsableCommand {
                         let host = hosts.randomElement()!
                         let outcome: Result<HostResolver.Answer, any Error>
                         do { outcome = .success(try await resolver.resolve(host, families: .ipv4)) } catch { outcome = .failure(error) }
-                        let index = Int((clock.now - start).components.seconds)
-                        if pause > .zero { try? await clock.sleep(for: pause) }
-                        counts.state.withLock { counts in
+                        counts.state.withLock { state in
+                            let index = max(Int((clock.now - start).components.seconds), state.printed)
                             switch outcome {
                             case .success(let answer):
-                                counts[index, default: Second()].answered += 1
-                                if answer.resolution.stale { counts[index, default: Second()].stale += 1 }
+                                state.seconds[index, default: Second()].answered += 1
+                                if answer.resolution.stale { state.seconds[index, default: Second()].stale += 1 }
                             case .failure(let error):
-                                counts[index, default: Second()].failed += 1
-                                if counts[index, default: Second()].errors.count < 3 { counts[index, default: Second()].errors.append("\(host): \(error)") }
+                                state.seconds[index, default: Second()].failed += 1
+                                if state.seconds[index, default: Second()].errors.count < 3 {
+                                    state.seconds[index, default: Second()].errors.append("\(host): \(error)")
+                                }
                             }
                         }
+                        if pause > .zero { try? await clock.sleep(for: pause) }
                     }
                 }
             }
@@ -85,22 +93,26 @@ struct SoakClient: AsyncParsableCommand {
                 // One line a second, for the second just ended.
                 for index in 0..<seconds {
                     try? await clock.sleep(until: start + .seconds(index + 1))
-                    let counted = counts.state.withLock { $0.removeValue(forKey: index) } ?? Second()
+                    let counted = counts.state.withLock { state in
+                        state.printed = index + 1
+                        return state.seconds.removeValue(forKey: index) ?? Second()
+                    }
                     print(Self.line(index, counted))
                     fflush(nil)  // every stream: a pipe is block-buffered; scripts/soak.py acts on each line as it comes
                 }
             }
         }
         // Lookups that ended after the last second are counted in one more line.
-        let late = counts.state.withLock { counts in
-            counts.values.reduce(into: Second()) { total, next in
+        let late = counts.state.withLock { state in
+            state.seconds.values.reduce(into: Second()) { total, next in
                 total.answered += next.answered
                 total.stale += next.stale
                 total.failed += next.failed
-                total.errors += next.errors
+                total.errors = Array((total.errors + next.errors).prefix(3))
             }
         }
         print(Self.line(seconds, late))
+        fflush(nil)
         await source.shutdown()
     }
 
