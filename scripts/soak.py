@@ -129,21 +129,25 @@ def tls_context(cafile, alpn):
     return context
 
 
-async def connect(args, alpn):
-    return await asyncio.wait_for(asyncio.open_connection(
-        SERVICE_IP, SERVICE_PORT, ssl=tls_context(args.cafile, alpn), server_hostname="serve.test"), CONNECT_TIMEOUT)
+async def connect(args, stats, alpn):
+    """A TLS connection to the service, or None (counted as an unexpected error, after half a second) when it fails."""
+    try:
+        return await asyncio.wait_for(asyncio.open_connection(
+            SERVICE_IP, SERVICE_PORT, ssl=tls_context(args.cafile, alpn), server_hostname="serve.test"), CONNECT_TIMEOUT)
+    except (OSError, asyncio.TimeoutError) as error:
+        stats.minute(time.monotonic())["unexpected"].append(f"{alpn} connect: {type(error).__name__} {error}")
+        await asyncio.sleep(0.5)
+        return None
 
 
 async def http2_client(args, stats, stop, rng, concurrency):
     """One HTTP/2 connection with `concurrency` requests in flight. A new connection when this one fails, or once it
     has reset RESETS_PER_CONNECTION streams (its workers finish what they sent first)."""
     while not stop.is_set():
-        try:
-            reader, writer = await connect(args, "h2")
-        except (OSError, asyncio.TimeoutError) as error:
-            stats.minute(time.monotonic())["unexpected"].append(f"h2 connect: {type(error).__name__} {error}")
-            await asyncio.sleep(0.5)
+        connected = await connect(args, stats, "h2")
+        if connected is None:
             continue
+        reader, writer = connected
         connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
         connection.initiate_connection()
         writer.write(connection.data_to_send())
@@ -234,12 +238,10 @@ async def http2_client(args, stats, stop, rng, concurrency):
 async def http1_client(args, stats, stop, rng):
     """One HTTP/1.1 keep-alive connection, a request at a time; a new connection if this one fails."""
     while not stop.is_set():
-        try:
-            reader, writer = await connect(args, "http/1.1")
-        except (OSError, asyncio.TimeoutError) as error:
-            stats.minute(time.monotonic())["unexpected"].append(f"h1 connect: {type(error).__name__} {error}")
-            await asyncio.sleep(0.5)
+        connected = await connect(args, stats, "http/1.1")
+        if connected is None:
             continue
+        reader, writer = connected
         counter = 0
         while not stop.is_set():
             counter += 1
