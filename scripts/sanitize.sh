@@ -18,16 +18,18 @@ symbolizer="$(dirname "$(readlink -f "$(command -v swift)")")/llvm-symbolizer"
 export HTTPDNS_SANITIZER="$sanitizer"
 # Every report, the test runner's and those of the processes it starts (httpdns serve, resolve, …), goes to a file
 # here, so that none is lost in a child's discarded stderr; any file at the end fails the run.
+# The options after the user's own, so that they win.
+case "$sanitizer" in address | thread) ;; *) echo "sanitize.sh: address or thread, not $sanitizer" >&2; exit 2 ;; esac
 reports=$(mktemp -d /tmp/httpdns-sanitize.XXXXXX)
+trap 'rm -rf "$reports"' EXIT
 case "$sanitizer" in
   address)
-    export ASAN_OPTIONS="external_symbolizer_path=$symbolizer:detect_leaks=0:log_path=$reports/report:${ASAN_OPTIONS:-}"
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}external_symbolizer_path=$symbolizer:detect_leaks=0:log_path=$reports/report"
     defines=() ;;
   thread)
     # halt_on_error=0: every report of a run, not only the first. The suppressions file says why each is there.
-    export TSAN_OPTIONS="external_symbolizer_path=$symbolizer:halt_on_error=0:suppressions=$PWD/scripts/sanitizers/tsan-suppressions.txt:log_path=$reports/report:${TSAN_OPTIONS:-}"
+    export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}external_symbolizer_path=$symbolizer:halt_on_error=0:suppressions=$PWD/scripts/sanitizers/tsan-suppressions.txt:log_path=$reports/report"
     defines=(-Xswiftc -DHTTPDNS_THREAD_SANITIZER) ;;
-  *) echo "sanitize.sh: address or thread, not $sanitizer" >&2; exit 2 ;;
 esac
 scripts/install-deps.sh
 started=$(date +%s)
@@ -40,7 +42,9 @@ status=0
 # rather than running out CI's clock.
 timeout --kill-after=30 "${HTTPDNS_TEST_TIMEOUT:-1500}" \
   swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" --no-parallel "$@" || status=$?
-[ "$status" -eq 124 ] && echo "sanitize: the tests did not finish within ${HTTPDNS_TEST_TIMEOUT:-1500} s" >&2
+if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+  echo "sanitize: the tests did not finish within ${HTTPDNS_TEST_TIMEOUT:-1500} s" >&2
+fi
 echo "sanitize: tests ran in $(( $(date +%s) - built )) s, status $status" >&2
 if compgen -G "$reports/report.*" >/dev/null; then
   echo "sanitize: $(ls "$reports" | wc -l) report file(s), from the test runner or a process it started:" >&2
@@ -49,5 +53,4 @@ if compgen -G "$reports/report.*" >/dev/null; then
 else
   echo "sanitize: no report" >&2
 fi
-rm -rf "$reports"
 exit "$status"

@@ -52,17 +52,19 @@ struct ServiceFaultTests {
         try await withDNSMasq(records: ServiceTestRecords.lines + ["server=/slow.test/127.0.0.1#\(firstSilent.port)"]) { firstDNS in
             try await withDNSMasq(records: ServiceTestRecords.lines + ["server=/slow.test/127.0.0.1#\(secondSilent.port)"]) { secondDNS in
                 try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { certificate, key in
-                    // Long enough upstream waits that the lookups are still in flight when the first service dies.
-                    let environment = ["HTTPDNS_UPSTREAM_TIMEOUT_MS": "3000", "HTTPDNS_UPSTREAM_TRIES": "1", "HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
-                    func start(_ dns: DNSMasqServer) async throws -> ServiceProcess {
+                    // The first service waits on its upstream far longer than the test takes, so the lookups are
+                    // still in flight there when it dies; the second gives up after 3 s, so they end.
+                    func start(_ dns: DNSMasqServer, upstreamTimeoutMs: Int) async throws -> ServiceProcess {
                         try await ServiceProcess.start(
                             ["--upstream", dns.address.description, "--tls-cert", certificate, "--tls-key", key],
-                            environment: environment
+                            environment: [
+                                "HTTPDNS_UPSTREAM_TIMEOUT_MS": "\(upstreamTimeoutMs)", "HTTPDNS_UPSTREAM_TRIES": "1", "HTTPDNS_RATE_LIMIT_PER_SECOND": "0",
+                            ]
                         )
                     }
-                    let first = try await start(firstDNS)
+                    let first = try await start(firstDNS, upstreamTimeoutMs: 60_000)
                     defer { first.stop() }
-                    let second = try await start(secondDNS)
+                    let second = try await start(secondDNS, upstreamTimeoutMs: 3_000)
                     defer { second.stop() }
                     // Neither address has been measured yet, so the client asks them in the order given.
                     let source = try NativeServiceSourceTests.source(
@@ -157,6 +159,7 @@ struct SilentUDPSocket {
                     var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                     let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
                     guard poll(&entry, 1, milliseconds) > 0 else { continue }
+                    guard entry.revents & Int16(POLLIN) != 0 else { break }  // POLLERR, POLLNVAL: nothing more will come
                     let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
                     if count > 0, let name = Self.questionName(buffer[0..<count]) { seen.insert(name) }
                 }

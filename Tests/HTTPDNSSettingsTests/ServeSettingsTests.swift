@@ -146,18 +146,18 @@ import Testing
 
     /// A file a setting names is read only if it is a regular file of at most 1 MiB: /dev/zero, a FIFO or a huge
     /// file is refused at once, saying why, instead of hanging or filling memory.
-    @Test func settingsFilesMustBeSmallRegularFiles() async throws {
+    @Test(.timeLimit(.minutes(1))) func settingsFilesMustBeSmallRegularFiles() async throws {
         #expect(await error(file: "/dev/zero") == "cannot read the configuration file /dev/zero: it is not a regular file")
         #expect(await error(environment: ["HTTPDNS_ACCOUNTS_FILE": "/dev/zero"]).contains("cannot read accounts from /dev/zero (a JSON object of accounts): it is not a regular file"))
         let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-fifo-\(UUID().uuidString)").path
         #expect(mkfifo(fifo, 0o600) == 0)
         defer { unlink(fifo) }
         #expect(await error(file: fifo).hasSuffix("it is not a regular file"))
-        try await withFile(String(repeating: " ", count: (1 << 20) + 1) + "{}") { path in
-            #expect(await error(file: path).hasSuffix("it is larger than 1048576 bytes (1048579)"))
+        try await withFile(String(repeating: " ", count: (1 << 20) - 1) + "{}") { path in
+            #expect(await error(file: path).hasSuffix("it is larger than 1048576 bytes (1048577)"))
         }
         try await withFile(String(repeating: " ", count: (1 << 20) - 2) + "{}") { path in
-            #expect(await error(file: path) == "no error")
+            #expect(await error(file: path) == "no error", "exactly 1 MiB is allowed")
         }
     }
 

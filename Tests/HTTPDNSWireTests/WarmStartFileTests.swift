@@ -57,7 +57,11 @@ import Testing
             try Test.cancel("a 64 KiB tmpfs could not be mounted to fill (mounting needs root): \(String(cString: strerror(errno)))")
         }
         // Detached, so that a file still open cannot keep it mounted; the directory is removed after it.
-        defer { #expect(umount2(directory, Int32(MNT_DETACH)) == 0, "umount \(directory): \(String(cString: strerror(errno)))") }
+        defer {
+            let unmounted = umount2(directory, Int32(MNT_DETACH))
+            let reason = String(cString: strerror(errno))
+            #expect(unmounted == 0, "umount \(directory): \(reason)")
+        }
 
         let file = "\(directory)/warm.json"
         let saved = [CachedEntry(host: try HostName("a.example"), ipv4: .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 60), ipv6: nil)]

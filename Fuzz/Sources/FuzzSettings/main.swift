@@ -10,8 +10,10 @@ import HTTPDNSSettings
 /// The input's file, in a directory of this process's own (mkdtemp), removed at exit.
 let directory: String = {
     var template = Array("/tmp/httpdns-fuzz-settings.XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { fatalError("mkdtemp: \(String(cString: strerror(errno)))") }
-    return String(cString: made)
+    return template.withUnsafeMutableBufferPointer { buffer in
+        guard let made = mkdtemp(buffer.baseAddress!) else { fatalError("mkdtemp: \(String(cString: strerror(errno)))") }
+        return String(cString: made)
+    }
 }()
 let file = "\(directory)/settings.json"
 atexit {
