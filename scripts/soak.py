@@ -215,7 +215,7 @@ async def http2_client(args, stats, stop, rng, concurrency):
                 entry = [kind, began, 0, b"", asyncio.get_running_loop().create_future()]
                 pending[stream] = entry
                 try:
-                    await asyncio.wait_for(asyncio.shield(entry[4]), args.request_timeout)
+                    await asyncio.wait_for(entry[4], args.request_timeout)
                     stats.record(kind, began, check(kind, entry[2], entry[3]))
                 except asyncio.TimeoutError:
                     pending.pop(stream, None)
@@ -385,14 +385,13 @@ def h2load_figures(output):
     return float(rate.group(1)), [int(x) for x in requests.groups()], [int(x) for x in codes.groups()]
 
 
-async def soak(args, work, service, processes):
+async def soak(args, work, dnsmasq, service, processes):
     stats = Stats(time.monotonic())
     stop = asyncio.Event()
     rng = random.Random(args.seed)
     clients = [asyncio.create_task(http2_client(args, stats, stop, rng, args.h2_streams)) for _ in range(args.h2_connections)]
     clients += [asyncio.create_task(http1_client(args, stats, stop, rng)) for _ in range(args.h1_connections)]
     memory = {}
-    dnsmasq = args.dnsmasq
     loop = asyncio.get_running_loop()
     total = args.minutes * 60
     for second in range(1, total + 1):
@@ -460,8 +459,8 @@ def main():
         args.cafile = f"{work}/cert.pem"
         processes = []
         try:
-            args.dnsmasq = start_dnsmasq(work)
-            processes.append(args.dnsmasq)
+            dnsmasq = start_dnsmasq(work)
+            processes.append(dnsmasq)
             wait_for_dns()
             service = start_service(args, work, processes)
             if args.client:
@@ -475,7 +474,7 @@ def main():
                   f"h2load sends {rate * clients} req/s for {args.minutes} min", file=sys.stderr)
             bulk = h2load(args, ["-c", str(clients), "-m", "10", "-t", "1", "--rps", str(rate)], args.minutes * 60)
             processes.append(bulk)
-            stats, memory = asyncio.run(soak(args, work, service, processes))
+            stats, memory = asyncio.run(soak(args, work, dnsmasq, service, processes))
             if stats.crashed:
                 bulk.send_signal(signal.SIGINT)  # h2load prints its figures when interrupted
             try:

@@ -3,6 +3,7 @@ import Glibc
 import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSTesting
+import HTTPDNSWire
 import Testing
 
 /// Faults around `httpdns serve`, with real processes: its upstream (dnsmasq) stopped and started again, and the
@@ -161,24 +162,12 @@ struct SilentUDPSocket {
                     guard poll(&entry, 1, milliseconds) > 0 else { continue }
                     guard entry.revents & Int16(POLLIN) != 0 else { break }  // POLLERR, POLLNVAL: nothing more will come
                     let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-                    if count > 0, let name = Self.questionName(buffer[0..<count]) { seen.insert(name) }
+                    if count > 0, let query = try? DNSMessage(parsingQuery: buffer[0..<count]), let question = query.questions.first {
+                        seen.insert(question.name.lowercased())
+                    }
                 }
                 continuation.resume(returning: seen)
             }
         }
-    }
-
-    /// The name of a DNS query's first question, or nil for what is not one.
-    static func questionName(_ message: ArraySlice<UInt8>) -> String? {
-        var index = message.startIndex + 12
-        var labels: [String] = []
-        while index < message.endIndex {
-            let length = Int(message[index])
-            if length == 0 { return labels.joined(separator: ".").lowercased() }
-            guard length < 64, index + 1 + length <= message.endIndex else { return nil }
-            labels.append(String(decoding: message[(index + 1)..<(index + 1 + length)], as: UTF8.self))
-            index += 1 + length
-        }
-        return nil
     }
 }
