@@ -416,6 +416,10 @@ import Testing
         ("te other than trailers", HTTP2TestClient.requestFields(hitPath, extra: [("te", "gzip")])),
         ("line break in a value", HTTP2TestClient.requestFields(hitPath, extra: [("x-a", "1\r\nx-b: 2")])),
         ("content-length on a request without a body", HTTP2TestClient.requestFields(hitPath, extra: [("content-length", "3")])),
+        // Found by the differential fuzz target: a pseudo-header field's value is part of the target URI or the method.
+        ("a space inside :path", [(":method", "GET"), (":scheme", "https"), (":path", "/d?host=a b.test")]),
+        ("a tab inside :authority", [(":method", "GET"), (":scheme", "https"), (":authority", "a\tb"), (":path", hitPath)]),
+        ("DEL inside :path", [(":method", "GET"), (":scheme", "https"), (":path", "/d?host=a\u{7F}.test")]),
     ])
     func malformedRequestsAreResetWithProtocolError(_ name: String, _ fields: [(String, String)]) async throws {
         let fixture = try await primed()
@@ -470,6 +474,10 @@ import Testing
         ("SETTINGS_MAX_FRAME_SIZE too small", HTTP2TestClient.settings([(HTTP2Setting.maxFrameSize, 100)]), .protocolError),
         ("SETTINGS_INITIAL_WINDOW_SIZE too large", HTTP2TestClient.settings([(HTTP2Setting.initialWindowSize, 1 << 31)]), .flowControlError),
         ("SETTINGS_ENABLE_PUSH of 2", HTTP2TestClient.settings([(HTTP2Setting.enablePush, 2)]), .protocolError),
+        (
+            "SETTINGS_ENABLE_CONNECT_PROTOCOL of 2", HTTP2TestClient.settings([(HTTP2Setting.enableConnectProtocol, 2)]),
+            .protocolError
+        ),
         ("PING of 7 bytes", HTTP2TestClient.frame(.ping, stream: 0, payload: ByteBuffer(repeating: 0, count: 7)), .frameSizeError),
         (
             "WINDOW_UPDATE of 0 on the connection", HTTP2TestClient.frame(.windowUpdate, stream: 0, payload: ByteBuffer(bytes: [0, 0, 0, 0])),

@@ -100,6 +100,8 @@ enum HTTP2Setting {
     static let initialWindowSize: UInt16 = 0x4
     static let maxFrameSize: UInt16 = 0x5
     static let maxHeaderListSize: UInt16 = 0x6
+    /// RFC 8441 §3: 0 or 1. The service offers no extended CONNECT, but the setting's values are checked all the same.
+    static let enableConnectProtocol: UInt16 = 0x8
 }
 
 /// Limits of the protocol itself (RFC 9113).

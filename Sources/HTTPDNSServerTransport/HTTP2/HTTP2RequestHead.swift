@@ -2,8 +2,9 @@ import HTTPTypes
 import NIOHPACK
 
 /// A request's header block, checked as RFC 9113 §8.2–8.3 asks: the pseudo-header fields a request must have,
-/// once each and before the others, lowercase names, no fields that belong to an HTTP/1.1 connection, and values
-/// without line breaks or NULs. A block that fails is a malformed request, answered with RST_STREAM.
+/// once each and before the others, lowercase names, no fields that belong to an HTTP/1.1 connection, values without
+/// line breaks or NULs, and pseudo-header values without spaces or other control characters. A block that fails is a
+/// malformed request, answered with RST_STREAM.
 struct HTTP2RequestHead {
     let method: String
     let scheme: String
@@ -23,6 +24,9 @@ struct HTTP2RequestHead {
         for (name, value, _) in fields {
             guard Self.isValidValue(value) else { throw HTTP2MalformedRequest("the value of \(name) has a line break, a NUL or surrounding spaces") }
             if name.utf8.first == UInt8(ascii: ":") {
+                guard Self.isValidPseudoHeaderValue(value) else {
+                    throw HTTP2MalformedRequest("the value of \(name) has a space or a control character")
+                }
                 guard !regularFieldSeen else { throw HTTP2MalformedRequest("\(name) comes after a regular field") }
                 switch name {
                 case ":method": try Self.setOnce(&method, value, name)
@@ -110,6 +114,12 @@ struct HTTP2RequestHead {
             true
         default: false
         }
+    }
+
+    /// No control character, space or DEL anywhere: a pseudo-header field's value is a method, a scheme, or part of
+    /// the target URI, none of which has them (RFC 9113 §8.3.1; swift-nio-http2 checks the same).
+    private static func isValidPseudoHeaderValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F }
     }
 
     /// No NUL, CR or LF anywhere, and no space or tab at either end (RFC 9113 §8.2.1).

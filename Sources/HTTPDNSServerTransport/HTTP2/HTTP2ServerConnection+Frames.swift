@@ -247,6 +247,8 @@ extension HTTP2ServerConnection {
                 output.tableSizeSettingChanged()
             case HTTP2Setting.enablePush:
                 guard value <= 1 else { return connectionError(.protocolError, "SETTINGS_ENABLE_PUSH of \(value)") }
+            case HTTP2Setting.enableConnectProtocol:
+                guard value <= 1 else { return connectionError(.protocolError, "SETTINGS_ENABLE_CONNECT_PROTOCOL of \(value)") }
             case HTTP2Setting.initialWindowSize:
                 guard value <= HTTP2Limits.largestWindowSize else {
                     return connectionError(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE of \(value)")
