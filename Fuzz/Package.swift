@@ -9,7 +9,13 @@ let parent = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletin
 // `-sanitize=fuzzer,address`. Each hands its function to libFuzzer's driver (FuzzDriver).
 let package = Package(
     name: "swift-httpdns-fuzz",
-    dependencies: [.package(path: "..")],
+    dependencies: [
+        .package(path: ".."),
+        // The reference the differential HTTP/2 target holds the service's connection against; the same version the
+        // package itself resolves.
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
     targets: [
         // Starts libFuzzer's driver from the executable's own main.
         .target(name: "FuzzDriver"),
@@ -21,5 +27,16 @@ let package = Package(
         .executableTarget(name: "FuzzQueryParameters", dependencies: ["FuzzDriver", .product(name: "HTTPDNSServer", package: parent)]),
         .executableTarget(name: "FuzzSettings", dependencies: ["FuzzDriver", .product(name: "HTTPDNSSettings", package: parent)]),
         .executableTarget(name: "FuzzHTTP2", dependencies: ["FuzzDriver", .product(name: "HTTPDNSServer", package: parent)]),
+        .executableTarget(
+            name: "FuzzHTTP2Differential",
+            dependencies: [
+                "FuzzDriver",
+                .product(name: "HTTPDNSServer", package: parent),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
     ]
 )

@@ -82,8 +82,9 @@ write("FuzzHTTP1", "chunked", "POST /dns-query HTTP/1.1\r\nHost: x\r\nTransfer-E
 write("FuzzHTTP1", "half-head", "GET /d?host=exam")
 
 
-def h2_seed(build):
-    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+def h2_seed(build, validate=True):
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(
+        client_side=True, validate_outbound_headers=validate, normalize_outbound_headers=validate))
     conn.initiate_connection()
     build(conn)
     return conn.data_to_send()
@@ -107,5 +108,43 @@ def posts(conn):
     conn.increment_flow_control_window(1000)
 
 
-write("FuzzHTTP2", "gets", h2_seed(gets))
-write("FuzzHTTP2", "post-reset-ping", h2_seed(posts))
+def continuations_and_trailers(conn):
+    # A header block over HEADERS and CONTINUATION (h2 splits at the peer's frame size; sent raw instead), a body
+    # with trailers, PRIORITY and WINDOW_UPDATE frames.
+    conn.send_headers(1, [(":method", "POST"), (":scheme", "https"), (":authority", "x"), (":path", "/dns-query"),
+                          ("content-type", "application/dns-message")])
+    conn.send_data(1, query)
+    conn.send_headers(1, [("x-trailer", "1")], end_stream=True)
+    conn.prioritize(3, weight=32, depends_on=1)
+    conn.increment_flow_control_window(100, stream_id=None)
+
+
+def malformed(conn):
+    # Requests each server must refuse on their own stream, then one it must take.
+    fields = [(":method", "GET"), (":scheme", "https"), (":authority", "x"), (":path", "/d?host=a.test")]
+    conn.send_headers(1, fields + [("connection", "close")], end_stream=True)
+    conn.send_headers(3, [(":method", "GET"), (":scheme", "https")], end_stream=True)
+    conn.send_headers(5, fields + [("te", "gzip")], end_stream=True)
+    conn.send_headers(7, fields, end_stream=True)
+
+
+def raw_frame(kind, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+def continuation_seed():
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    encoder = conn.encoder
+    block = encoder.encode([(":method", "GET"), (":scheme", "https"), (":authority", "x"), (":path", "/d?host=a.test"),
+                            ("x-long", "y" * 40)])
+    return (conn.data_to_send() + raw_frame(1, 0x1, 1, block[:10]) + raw_frame(9, 0, 1, block[10:20])
+            + raw_frame(9, 0x4, 1, block[20:]) + raw_frame(7, 0, 0, struct.pack(">II", 0, 0)))
+
+
+for target in ("FuzzHTTP2", "FuzzHTTP2Differential"):
+    write(target, "gets", h2_seed(gets))
+    write(target, "post-reset-ping", h2_seed(posts))
+write("FuzzHTTP2Differential", "trailers-priority-window", h2_seed(continuations_and_trailers))
+write("FuzzHTTP2Differential", "malformed-then-good", h2_seed(malformed, validate=False))
+write("FuzzHTTP2Differential", "continuations-goaway", continuation_seed())

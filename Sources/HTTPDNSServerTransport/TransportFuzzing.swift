@@ -1,3 +1,5 @@
+import HTTPDNSSynchronization
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -6,7 +8,7 @@ import NIOEmbedded
 /// connection, as a client's bytes arrive after TLS. Not API: `@_spi(Fuzzing)` keeps it out of the public
 /// interface. `HTTPDNSServer`'s `ServiceFuzzing` puts the real service behind them.
 @_spi(Fuzzing) public enum TransportFuzzing {
-    private static let quiet = Logger(label: "httpdns.fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
+    fileprivate static let quiet = Logger(label: "httpdns.fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// `bytes` into the HTTP/1.1 pipeline on an `EmbeddedChannel`: the request decoder, the front (hits answered
     /// there, with their routes' query parameters), the response encoder; then the header and idle timeouts pass.
@@ -35,6 +37,39 @@ import NIOEmbedded
     /// frames split across reads, the end of a read and the timeouts all get their turn. Before the close, the
     /// router's tasks are given time to answer.
     public static func http2(_ bytes: [UInt8], cacheHits: any CacheHitAnswering, router: any RouterResponding) async -> String? {
+        var input = bytes[...]
+        var reads: [ArraySlice<UInt8>] = []
+        for _ in 0..<(Int(input.popFirst() ?? 0) & 0x0F) {
+            guard let length = input.popFirst() else { break }
+            reads.append(input.prefix(Int(length) * 4 + 1))
+            input = input.dropFirst(Int(length) * 4 + 1)
+        }
+        reads.append(input)
+        return await exchange(reads, betweenReads: .seconds(1), beforeClose: .seconds(11), routerNeverWaits: false, cacheHits: cacheHits, router: router).broken
+    }
+
+    /// `bytes` into ``HTTP2ServerConnection`` in one read, for the differential fuzz target, which feeds the same
+    /// bytes to swift-nio-http2: no time passes (no timeout fires), no request is a cache hit, and the router
+    /// answers every request it is handed with 200 once the read has ended, recording it.
+    /// - Returns: the bytes the connection wrote, the requests its router was handed, and what was still counted
+    ///   after the close.
+    public static func http2Exchange(_ bytes: [UInt8]) async -> HTTP2Exchange {
+        let router = RecordingRouter()
+        let result = await exchange([bytes[...]], betweenReads: .zero, beforeClose: .zero, routerNeverWaits: true, cacheHits: NoCacheHits(), router: router)
+        return HTTP2Exchange(output: result.output, requests: router.requests, broken: result.broken)
+    }
+
+    /// Each of `reads` into a new connection, `betweenReads` of the event loop's time after each; then the router's
+    /// tasks are given time to answer (or waited for, when `routerNeverWaits`: its responses have no body, so no
+    /// flow-control credit can hold them up), `beforeClose` passes, and the channel is closed.
+    private static func exchange(
+        _ reads: [ArraySlice<UInt8>],
+        betweenReads: TimeAmount,
+        beforeClose: TimeAmount,
+        routerNeverWaits: Bool,
+        cacheHits: any CacheHitAnswering,
+        router: any RouterResponding
+    ) async -> (output: [UInt8], broken: String?) {
         let channel = NIOAsyncTestingChannel()
         let budget = RequestBudget(bodyBytes: 1 << 20, streams: 50)
         let connection = HTTP2ServerConnection(
@@ -44,41 +79,108 @@ import NIOEmbedded
             router: router,
             logger: quiet
         )
-        var input = bytes[...]
-        var reads: [ArraySlice<UInt8>] = []
-        for _ in 0..<(Int(input.popFirst() ?? 0) & 0x0F) {
-            guard let length = input.popFirst() else { break }
-            reads.append(input.prefix(Int(length) * 4 + 1))
-            input = input.dropFirst(Int(length) * 4 + 1)
+        var output: [UInt8] = []
+        func collectOutput() async {
+            // Kept by the channel after its close too.
+            while let written = try? await channel.readOutbound(as: ByteBuffer.self) { output += written.readableBytesView }
         }
-        reads.append(input)
         do {
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9))
             try await channel.pipeline.addHandler(connection)
             let settled = try await channel.eventLoop.submit { connection.closedAndSettled() }.get()
             for read in reads {
                 try await channel.writeInbound(ByteBuffer(bytes: read))
-                await channel.testingEventLoop.advanceTime(by: .seconds(1))
+                if betweenReads > .zero { await channel.testingEventLoop.advanceTime(by: betweenReads) }
             }
-            for _ in 0..<1_000 {
-                guard try await channel.eventLoop.submit({ connection.routerTasksRunning }).get() > 0 else { break }
-                await Task.yield()
+            if routerNeverWaits {
+                try await channel.eventLoop.flatSubmit { connection.routerTasksIdle(on: channel.eventLoop) }.get()
+            } else {
+                // A response may wait for flow-control credit the client never gives, until its stream's deadline.
+                for _ in 0..<1_000 {
+                    guard try await channel.eventLoop.submit({ connection.routerTasksRunning }).get() > 0 else { break }
+                    await Task.yield()
+                }
             }
-            await channel.testingEventLoop.advanceTime(by: .seconds(11))
+            if beforeClose > .zero { await channel.testingEventLoop.advanceTime(by: beforeClose) }
+            await collectOutput()
             try? await channel.close()
             try await settled.get()
+            await collectOutput()
             let (held, resetWork, orphans) = try await channel.eventLoop.submit {
                 (connection.bodyBytesHeld, connection.resetRouterWork, connection.routerWorkWithoutStream.count)
             }.get()
             _ = try? await channel.finish()
             guard held == 0 && resetWork == 0 && orphans == 0 && budget.bytesHeld == 0 && budget.streamsOpen == 0 else {
-                return "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(budget.streamsOpen) streams, \(resetWork) reset router work, \(orphans) router work without a stream"
+                let broken = "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(budget.streamsOpen) streams, \(resetWork) reset router work, \(orphans) router work without a stream"
+                return (output, broken)
             }
-            return nil
+            return (output, nil)
         } catch {
             // Expected for malformed input.
         }
         _ = try? await channel.finish()
-        return nil
+        return (output, nil)
+    }
+}
+
+/// What ``HTTP2ServerConnection`` did with one client's bytes (``TransportFuzzing/http2Exchange(_:)``).
+@_spi(Fuzzing) public struct HTTP2Exchange: Sendable {
+    /// Every byte the connection wrote.
+    public let output: [UInt8]
+    /// The requests handed to the router, in the order the router was called (which its tasks decide).
+    public let requests: [HTTP2AcceptedRequest]
+    /// What was still counted after the close; nil when all was let go.
+    public let broken: String?
+}
+
+/// A request an HTTP/2 connection took whole and handed on.
+@_spi(Fuzzing) public struct HTTP2AcceptedRequest: Hashable, Sendable, CustomStringConvertible {
+    public let method: String
+    public let path: String
+    public let authority: String?
+    public let bodyBytes: Int
+
+    public init(method: String, path: String, authority: String?, bodyBytes: Int) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.bodyBytes = bodyBytes
+    }
+
+    public var description: String {
+        "\(method) \(path.debugDescription) (authority \(authority?.debugDescription ?? "none"), \(bodyBytes) body bytes)"
+    }
+}
+
+/// Answers nothing on the event loop: every request goes to the router.
+private struct NoCacheHits: CacheHitAnswering {
+    let requestMetrics = RequestMetrics()
+
+    func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)? { nil }
+}
+
+/// Answers every request with 200 and an empty body, after reading its body, and records it.
+private final class RecordingRouter: RouterResponding {
+    let maxBodyBytes = 1 << 20
+    let logger = TransportFuzzing.quiet
+    private let recorded = Mutex<[HTTP2AcceptedRequest]>([])
+
+    var requests: [HTTP2AcceptedRequest] { recorded.withLock { $0 } }
+
+    func respond(to request: Request, channel: any Channel) async -> Response {
+        var bodyBytes = 0
+        do {
+            for try await part in request.body { bodyBytes += part.readableBytes }
+        } catch {
+            // A body the router was handed whole cannot fail.
+        }
+        let accepted = HTTP2AcceptedRequest(
+            method: request.head.method.rawValue,
+            path: request.head.path ?? "",
+            authority: request.head.authority,
+            bodyBytes: bodyBytes
+        )
+        recorded.withLock { $0.append(accepted) }
+        return Response(status: .ok)
     }
 }

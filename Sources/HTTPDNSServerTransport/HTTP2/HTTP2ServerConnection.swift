@@ -293,12 +293,16 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// waits for before it counts the connection as finished.
     func closedAndSettled() -> EventLoopFuture<Void> {
         guard let context else { preconditionFailure("closedAndSettled() before the handler was added") }
-        return context.channel.closeFuture.assumeIsolated().flatMap { [self] () -> EventLoopFuture<Void> in
-            guard routerTasks > 0 else { return context.eventLoop.makeSucceededVoidFuture() }
-            let promise = routerTasksEnded ?? context.eventLoop.makePromise()
-            routerTasksEnded = promise
-            return promise.futureResult
-        }.nonisolated()
+        let eventLoop = context.eventLoop
+        return context.channel.closeFuture.assumeIsolated().flatMap { [self] in routerTasksIdle(on: eventLoop) }.nonisolated()
+    }
+
+    /// Succeeds once no router task is running (at once when none is). Called on `eventLoop`, the connection's.
+    func routerTasksIdle(on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        guard routerTasks > 0 else { return eventLoop.makeSucceededVoidFuture() }
+        let promise = routerTasksEnded ?? eventLoop.makePromise()
+        routerTasksEnded = promise
+        return promise.futureResult
     }
 
     /// Router tasks started and not ended yet.
