@@ -18,7 +18,12 @@ import NIOEmbedded
         let channel = EmbeddedChannel()
         defer { _ = try? channel.finish() }
         do {
-            try ServiceHTTP1Channel.configure(channel.pipeline.syncOperations, cacheHits: cacheHits, idleTimeout: .seconds(60), headerTimeout: .seconds(10))
+            try ServiceHTTP1Channel.configure(
+                channel.pipeline.syncOperations,
+                cacheHits: cacheHits,
+                idleTimeout: .seconds(60),
+                headerTimeout: .seconds(10)
+            )
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
             try channel.writeInbound(channel.allocator.buffer(bytes: bytes))
             channel.embeddedEventLoop.advanceTime(by: .seconds(61))
@@ -45,7 +50,14 @@ import NIOEmbedded
             input = input.dropFirst(Int(length) * 4 + 1)
         }
         reads.append(input)
-        return await exchange(reads, betweenReads: .seconds(1), beforeClose: .seconds(11), routerNeverWaits: false, cacheHits: cacheHits, router: router).broken
+        return await exchange(
+            reads,
+            betweenReads: .seconds(1),
+            beforeClose: .seconds(11),
+            routerNeverWaits: false,
+            cacheHits: cacheHits,
+            router: router
+        ).broken
     }
 
     /// `bytes` into ``HTTP2ServerConnection`` in one read, for the differential fuzz target, which feeds the same
@@ -55,7 +67,14 @@ import NIOEmbedded
     ///   after the close.
     public static func http2Exchange(_ bytes: [UInt8]) async -> HTTP2Exchange {
         let router = RecordingRouter()
-        let result = await exchange([bytes[...]], betweenReads: .zero, beforeClose: .zero, routerNeverWaits: true, cacheHits: NoCacheHits(), router: router)
+        let result = await exchange(
+            [bytes[...]],
+            betweenReads: .zero,
+            beforeClose: .zero,
+            routerNeverWaits: true,
+            cacheHits: NoCacheHits(),
+            router: router
+        )
         return HTTP2Exchange(output: result.output, requests: router.requests, broken: result.broken)
     }
 
@@ -111,7 +130,8 @@ import NIOEmbedded
             }.get()
             _ = try? await channel.finish()
             guard held == 0 && resetWork == 0 && orphans == 0 && budget.bytesHeld == 0 && budget.streamsOpen == 0 else {
-                let broken = "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(budget.streamsOpen) streams, \(resetWork) reset router work, \(orphans) router work without a stream"
+                let broken =
+                    "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(budget.streamsOpen) streams, \(resetWork) reset router work, \(orphans) router work without a stream"
                 return (output, broken)
             }
             return (output, nil)

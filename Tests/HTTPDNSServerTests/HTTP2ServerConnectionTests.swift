@@ -478,6 +478,10 @@ import Testing
             "SETTINGS_ENABLE_CONNECT_PROTOCOL of 2", HTTP2TestClient.settings([(HTTP2Setting.enableConnectProtocol, 2)]),
             .protocolError
         ),
+        (
+            "SETTINGS_ENABLE_CONNECT_PROTOCOL taken back from 1 to 0",
+            HTTP2TestClient.settings([(HTTP2Setting.enableConnectProtocol, 1), (HTTP2Setting.enableConnectProtocol, 0)]), .protocolError
+        ),
         ("PING of 7 bytes", HTTP2TestClient.frame(.ping, stream: 0, payload: ByteBuffer(repeating: 0, count: 7)), .frameSizeError),
         (
             "WINDOW_UPDATE of 0 on the connection", HTTP2TestClient.frame(.windowUpdate, stream: 0, payload: ByteBuffer(bytes: [0, 0, 0, 0])),

@@ -59,7 +59,8 @@ enum Comparison {
             // not decode) and skips extension frames (ALTSVC, ORIGIN, unknown types), so the service is held to
             // the RFC alone here.
             guard oursOutcome.connectionError == protocolError else {
-                return "the preface: the client's first frame is not SETTINGS, and the service ended the connection with \(errorName(oursOutcome.connectionError))"
+                return
+                    "the preface: the client's first frame is not SETTINGS, and the service ended the connection with \(errorName(oursOutcome.connectionError))"
             }
             return nil
         }
@@ -82,7 +83,8 @@ enum Comparison {
                 return nil
             }
             let (oursAt, referenceAt) = (oursFrame.map(\.description) ?? "no frame", referenceFrame.map(\.description) ?? "no frame")
-            return "the connection: the service ended it with \(errorName(oursOutcome.connectionError)) at \(oursAt), swift-nio-http2 with \(errorName(referenceOutcome.connectionError)) at \(referenceAt)"
+            return
+                "the connection: the service ended it with \(errorName(oursOutcome.connectionError)) at \(oursAt), swift-nio-http2 with \(errorName(referenceOutcome.connectionError)) at \(referenceAt)"
         }
         var notTakenByUs: Set<UInt32> = []
         let streams = Set(oursOutcome.resets.keys).union(oursOutcome.responses.keys)
@@ -131,6 +133,13 @@ enum Comparison {
         // from the client for its leaving.
         if referenceFrame.type == 0x7, reference.code == protocolError, oursCode == nil, referenceFrame.length >= 8,
             bytes[referenceFrame.end - referenceFrame.length + 3] & 1 == 1
+        {
+            return true
+        }
+        // A stream that depends on itself: a stream error (RFC 9113 §5.3.1), so the service resets it;
+        // swift-nio-http2 ends the connection.
+        if reference.code == protocolError, oursLater, ours.outcome.resets[referenceFrame.streamID] == protocolError,
+            dependsOnItself(referenceFrame, bytes)
         {
             return true
         }
@@ -203,6 +212,18 @@ enum Comparison {
             return .onlyReferenceMayTakeIt
         }
         return .no
+    }
+
+    /// Whether `frame`, a HEADERS frame with priority fields or a PRIORITY frame, makes its stream depend on itself.
+    static func dependsOnItself(_ frame: ClientFrame, _ bytes: [UInt8]) -> Bool {
+        var start = frame.end - frame.length
+        switch frame.type {
+        case 0x1 where frame.flags & 0x20 != 0: if frame.flags & 0x8 != 0 { start += 1 }
+        case 0x2: break
+        default: return false
+        }
+        guard start + 4 <= frame.end else { return false }
+        return bytes[start..<start + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7FFF_FFFF == frame.streamID
     }
 
     /// Whether a request's header fields break a rule the service checks and swift-nio-http2 does not: a :path

@@ -84,7 +84,9 @@ enum Reference {
                     let size = headers.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 32 }
                     guard size <= 16_384 else {
                         answer(id, status: "431", context: context)
-                        if !headers.endStream { context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil) }
+                        if !headers.endStream {
+                            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
+                        }
                         context.flush()
                         return
                     }

@@ -248,7 +248,10 @@ extension HTTP2ServerConnection {
             case HTTP2Setting.enablePush:
                 guard value <= 1 else { return connectionError(.protocolError, "SETTINGS_ENABLE_PUSH of \(value)") }
             case HTTP2Setting.enableConnectProtocol:
-                guard value <= 1 else { return connectionError(.protocolError, "SETTINGS_ENABLE_CONNECT_PROTOCOL of \(value)") }
+                guard value <= 1, value == 1 || !peer.enabledConnectProtocol else {
+                    return connectionError(.protocolError, "SETTINGS_ENABLE_CONNECT_PROTOCOL of \(value)\(value == 0 ? " after 1" : "")")
+                }
+                peer.enabledConnectProtocol = value == 1
             case HTTP2Setting.initialWindowSize:
                 guard value <= HTTP2Limits.largestWindowSize else {
                     return connectionError(.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE of \(value)")

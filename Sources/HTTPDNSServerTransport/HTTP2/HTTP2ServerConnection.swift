@@ -157,6 +157,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// by ``HTTP2Output``, which splits frames by it).
     struct PeerSettings {
         var initialWindowSize = HTTP2Limits.defaultWindowSize
+        /// The client has sent SETTINGS_ENABLE_CONNECT_PROTOCOL of 1, which it may not take back (RFC 8441 §3).
+        var enabledConnectProtocol = false
     }
 
     /// The opaque data of the PING that ends the first step of a graceful shutdown.
