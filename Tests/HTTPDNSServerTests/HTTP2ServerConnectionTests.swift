@@ -572,15 +572,23 @@ import Testing
         #expect(try await client.next().errorCode == .enhanceYourCalm)
     }
 
-    @Test func trailersWithPseudoHeaderFieldsAreMalformed() async throws {
+    @Test(arguments: [
+        ("a pseudo-header field", [(":path", "/")]),
+        // Found by the differential fuzz target: trailers were checked for pseudo-header fields alone.
+        ("a name with spaces", [("x- zg%y ", "1")]),
+        ("an uppercase name", [("X-Trailer", "1")]),
+        ("a line break in a value", [("x-trailer", "1\r\nx-b: 2")]),
+        ("a connection-specific field", [("connection", "close")]),
+    ])
+    func malformedTrailersAreResetWithProtocolError(_ name: String, _ trailers: [(String, String)]) async throws {
         let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()
         try await client.request(1, "/dns-query", method: "POST", endStream: false)
         try await client.send(
-            HTTP2TestClient.frame(.headers, flags: [.endHeaders, .endStream], stream: 1, payload: try client.headerBlock([(":path", "/")]))
+            HTTP2TestClient.frame(.headers, flags: [.endHeaders, .endStream], stream: 1, payload: try client.headerBlock(trailers))
         )
         let reset = try await client.next()
-        #expect(reset.type == .rstStream && reset.errorCode == .protocolError)
+        #expect(reset.type == .rstStream && reset.errorCode == .protocolError, "trailers with \(name)")
     }
 
     @Test func aHitTheClientWillNotTakeIsResetAtTheDeadline() async throws {

@@ -22,8 +22,10 @@ struct HTTP2RequestHead {
         var contentLength: Int?
         var regularFieldSeen = false
         for (name, value, _) in fields {
-            guard Self.isValidValue(value) else { throw HTTP2MalformedRequest("the value of \(name) has a line break, a NUL or surrounding spaces") }
             if name.utf8.first == UInt8(ascii: ":") {
+                guard Self.isValidValue(value) else {
+                    throw HTTP2MalformedRequest("the value of \(name) has a line break, a NUL or surrounding spaces")
+                }
                 guard Self.isValidPseudoHeaderValue(value) else {
                     throw HTTP2MalformedRequest("the value of \(name) has a space or a control character")
                 }
@@ -38,12 +40,8 @@ struct HTTP2RequestHead {
                 continue
             }
             regularFieldSeen = true
-            guard Self.isValidName(name) else { throw HTTP2MalformedRequest("the field name \(name) is not a lowercase token") }
+            try Self.validateRegularField(name, value)
             switch name {
-            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
-                throw HTTP2MalformedRequest("\(name) is specific to HTTP/1.1 connections")
-            case "te" where value != "trailers":
-                throw HTTP2MalformedRequest("te may only be \"trailers\"")
             case "content-length":
                 guard Self.isDigits(value), let length = Int(value), contentLength == nil || contentLength == length else {
                     throw HTTP2MalformedRequest("content-length is not one non-negative number")
@@ -64,6 +62,30 @@ struct HTTP2RequestHead {
         self.authority = authority
         self.contentLength = contentLength
         self.fields = fields
+    }
+
+    /// Checks a trailer section (RFC 9113 §8.1): no pseudo-header fields, and every field as a request's regular
+    /// fields are checked.
+    static func validateTrailers(_ fields: HPACKHeaders) throws(HTTP2MalformedRequest) {
+        for (name, value, _) in fields {
+            guard name.utf8.first != UInt8(ascii: ":") else { throw HTTP2MalformedRequest("a pseudo-header field in the trailers") }
+            try validateRegularField(name, value)
+        }
+    }
+
+    /// A regular field: a lowercase token for a name, a value without line breaks, NULs or surrounding spaces, and not a
+    /// field of HTTP/1.1 connections.
+    private static func validateRegularField(_ name: String, _ value: String) throws(HTTP2MalformedRequest) {
+        guard isValidValue(value) else { throw HTTP2MalformedRequest("the value of \(name) has a line break, a NUL or surrounding spaces") }
+        guard isValidName(name) else { throw HTTP2MalformedRequest("the field name \(name) is not a lowercase token") }
+        switch name {
+        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+            throw HTTP2MalformedRequest("\(name) is specific to HTTP/1.1 connections")
+        case "te" where value != "trailers":
+            throw HTTP2MalformedRequest("te may only be \"trailers\"")
+        default:
+            break
+        }
     }
 
     /// The request as the router reads it.

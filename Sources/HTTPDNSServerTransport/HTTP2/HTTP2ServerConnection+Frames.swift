@@ -148,15 +148,17 @@ extension HTTP2ServerConnection {
         return size
     }
 
-    /// HEADERS on a stream whose request is being read: trailers, which must end the request and carry no
-    /// pseudo-header fields (§8.1), and which the router has no use for.
+    /// HEADERS on a stream whose request is being read: trailers, which must end the request, carry no pseudo-header
+    /// fields (§8.1) and be well-formed like any field (§8.2), and which the router has no use for.
     private func receiveTrailers(_ fields: HPACKHeaders, streamID id: UInt32, endStream: Bool) {
         guard !streams[id]!.requestEnded else {
             return streamError(id, .streamClosed, "HEADERS after the request on stream \(id) ended")
         }
         guard endStream else { return streamError(id, .protocolError, "trailers on stream \(id) without END_STREAM") }
-        guard !fields.contains(where: { $0.name.utf8.first == UInt8(ascii: ":") }) else {
-            return streamError(id, .protocolError, "a pseudo-header field in the trailers of stream \(id)")
+        do {
+            try HTTP2RequestHead.validateTrailers(fields)
+        } catch {
+            return streamError(id, .protocolError, "malformed trailers on stream \(id): \(error)")
         }
         requestBodyEnded(streamID: id)
     }
