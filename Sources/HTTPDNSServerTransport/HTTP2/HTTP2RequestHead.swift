@@ -23,11 +23,9 @@ struct HTTP2RequestHead {
         var regularFieldSeen = false
         for (name, value, _) in fields {
             if name.utf8.first == UInt8(ascii: ":") {
-                guard Self.isValidValue(value) else {
-                    throw HTTP2MalformedRequest("the value of \(name) has a line break, a NUL or surrounding spaces")
-                }
+                // Stricter than a regular field's value: no space or control character anywhere.
                 guard Self.isValidPseudoHeaderValue(value) else {
-                    throw HTTP2MalformedRequest("the value of \(name) has a space or a control character")
+                    throw HTTP2MalformedRequest("the value of \(name) has a space, a control character or DEL")
                 }
                 guard !regularFieldSeen else { throw HTTP2MalformedRequest("\(name) comes after a regular field") }
                 switch name {
@@ -141,7 +139,8 @@ struct HTTP2RequestHead {
     /// No control character, space or DEL anywhere: a pseudo-header field's value is a method, a scheme, or part of
     /// the target URI, none of which has them (RFC 9113 §8.3.1; swift-nio-http2 checks the same).
     private static func isValidPseudoHeaderValue(_ value: String) -> Bool {
-        value.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F }
+        var value = value
+        return value.withUTF8 { bytes in bytes.allSatisfy { $0 > 0x20 && $0 != 0x7F } }
     }
 
     /// No NUL, CR or LF anywhere, and no space or tab at either end (RFC 9113 §8.2.1).
