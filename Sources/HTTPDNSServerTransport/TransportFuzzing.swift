@@ -55,6 +55,7 @@ import NIOEmbedded
             betweenReads: .seconds(1),
             beforeClose: .seconds(11),
             routerNeverWaits: false,
+            streamBudget: 50,
             cacheHits: cacheHits,
             router: router
         ).broken
@@ -72,25 +73,31 @@ import NIOEmbedded
             betweenReads: .zero,
             beforeClose: .zero,
             routerNeverWaits: true,
+            streamBudget: .max,
             cacheHits: NoCacheHits(),
             router: router
         )
-        return HTTP2Exchange(output: result.output, requests: router.requests, broken: result.broken)
+        // Here no step of the harness may fail: a failure would leave the output short, and the comparison
+        // meaningless.
+        let broken = result.broken ?? result.failure.map { "the harness failed: \($0)" }
+        return HTTP2Exchange(output: result.output, requests: router.requests, broken: broken)
     }
 
-    /// Each of `reads` into a new connection, `betweenReads` of the event loop's time after each; then the router's
-    /// tasks are given time to answer (or waited for, when `routerNeverWaits`: its responses have no body, so no
-    /// flow-control credit can hold them up), `beforeClose` passes, and the channel is closed.
+    /// Each of `reads` into a new connection (the service's stream budget `streamBudget`), `betweenReads` of the event
+    /// loop's time after each; then the router's tasks are given time to answer (or waited for, when
+    /// `routerNeverWaits`: its responses have no body, so no flow-control credit can hold them up), `beforeClose`
+    /// passes, and the channel is closed. `failure` is a channel operation that threw.
     private static func exchange(
         _ reads: [ArraySlice<UInt8>],
         betweenReads: TimeAmount,
         beforeClose: TimeAmount,
         routerNeverWaits: Bool,
+        streamBudget: Int,
         cacheHits: any CacheHitAnswering,
         router: any RouterResponding
-    ) async -> (output: [UInt8], broken: String?) {
+    ) async -> (output: [UInt8], broken: String?, failure: (any Error)?) {
         let channel = NIOAsyncTestingChannel()
-        let budget = RequestBudget(bodyBytes: 1 << 20, streams: 50)
+        let budget = RequestBudget(bodyBytes: 1 << 20, streams: streamBudget)
         let connection = HTTP2ServerConnection(
             configuration: HTTP2ServerConnection.Configuration(),
             bodyBudget: budget,
@@ -132,14 +139,15 @@ import NIOEmbedded
             guard held == 0 && resetWork == 0 && orphans == 0 && budget.bytesHeld == 0 && budget.streamsOpen == 0 else {
                 let broken =
                     "after the close: \(held) body bytes held, \(budget.bytesHeld) in the budget, \(budget.streamsOpen) streams, \(resetWork) reset router work, \(orphans) router work without a stream"
-                return (output, broken)
+                return (output, broken, nil)
             }
-            return (output, nil)
+            return (output, nil, nil)
         } catch {
-            // Expected for malformed input.
+            // The connection handles malformed input itself; a channel operation that fails is told to the caller.
+            await collectOutput()
+            _ = try? await channel.finish()
+            return (output, nil, error)
         }
-        _ = try? await channel.finish()
-        return (output, nil)
     }
 }
 

@@ -269,6 +269,15 @@ import Testing
 
     // MARK: The connection's life
 
+    @Test func settingsEnableConnectProtocolOfOneIsTakenAndMayBeRepeated() async throws {
+        let fixture = try await primed()
+        let client = try await HTTP2TestClient(fixture)
+        try await client.start(settings: [(HTTP2Setting.enableConnectProtocol, 1)])
+        try await client.send(HTTP2TestClient.settings([(HTTP2Setting.enableConnectProtocol, 1)]))
+        try await client.request(1, Self.hitPath)
+        #expect(try await client.response(1).status == "200")
+    }
+
     @Test func pingIsAnswered() async throws {
         let client = try await HTTP2TestClient(try ServiceFixture())
         try await client.start()

@@ -15,7 +15,10 @@ struct Outcome: Equatable {
     /// are decoded in order with one HPACK decoder, as a client would.
     init(serverBytes bytes: [UInt8]) {
         var buffer = ByteBuffer(bytes: bytes)
-        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        // The servers' encoders may announce a table as large as the client allows (up to 4 GiB), which this decoder
+        // would allocate whole: it keeps 64 KiB, more than all the responses to 16 KiB of input add, and the size
+        // updates are taken out of each block before it is decoded (`droppingTableSizeUpdates`).
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: 65_536)
         var block: (streamID: UInt32, fragment: ByteBuffer)?
         while let (length, type, flags, stream) = buffer.readMultipleIntegers(as: (UInt16, UInt8, UInt8, UInt8, UInt32).self)
             .map({ (Int($0.0) << 8 | Int($0.1), $0.2, $0.3, $0.4 & 0x7FFF_FFFF) }),
@@ -32,6 +35,7 @@ struct Outcome: Equatable {
                 }
                 guard flags & 0x4 != 0, var (id, fragment) = block else { continue }
                 block = nil
+                Self.droppingTableSizeUpdates(&fragment)
                 guard let fields = try? decoder.decodeHeaders(from: &fragment) else { continue }
                 if responses[id] == nil, let status = fields.first(name: ":status") { responses[id] = status }
             case 0x3:  // RST_STREAM
@@ -47,6 +51,21 @@ struct Outcome: Equatable {
     }
 
     init() {}
+
+    /// Moves `block` past the dynamic table size updates it starts with (RFC 7541 §4.2, §6.3: `001` and an integer
+    /// with a 5-bit prefix).
+    static func droppingTableSizeUpdates(_ block: inout ByteBuffer) {
+        while let first = block.getInteger(at: block.readerIndex, as: UInt8.self), first & 0xE0 == 0x20 {
+            var index = block.readerIndex + 1
+            if first & 0x1F == 0x1F {
+                while let byte = block.getInteger(at: index, as: UInt8.self) {
+                    index += 1
+                    if byte & 0x80 == 0 { break }
+                }
+            }
+            block.moveReaderIndex(to: index)
+        }
+    }
 }
 
 /// HTTP/2's error codes by name, for the reports.

@@ -9,9 +9,9 @@ import NIOHTTP2
 ///
 /// The application answers each request whole (its END_STREAM read) with 200, but only once every byte has been
 /// read, as the service's router, which answers in a task of its own, cannot answer sooner: so its streams stay open
-/// as long as ours and count against the same concurrent-stream limit. It answers a header list past 16,384 bytes
-/// (what the service announces in SETTINGS_MAX_HEADER_LIST_SIZE) with 431 at once, as the service does; decoding
-/// itself is bounded at 65,536 bytes, as the service's decoder is.
+/// as long as ours and count against the same concurrent-stream limit. Like the service, it announces
+/// SETTINGS_MAX_CONCURRENT_STREAMS 100 and SETTINGS_MAX_HEADER_LIST_SIZE 16,384; past that header list size it ends
+/// the connection (COMPRESSION_ERROR) where the service answers 431 on the stream.
 enum Reference {
     /// What the reference server wrote, and the requests its application took whole.
     struct Result {
@@ -20,6 +20,8 @@ enum Reference {
         /// Requests taken whole that the client then reset: the service keeps counting such a stream until its
         /// router's work ends, swift-nio-http2 frees it at once.
         var resetAfterTaken = 0
+        /// The highest stream opened when the first of those resets came.
+        var highestStreamAtFirstReset: UInt32?
         /// The header fields of each stream's first HEADERS frame that reached the application.
         var fields: [UInt32: HPACKHeaders] = [:]
     }
@@ -27,7 +29,7 @@ enum Reference {
     static func exchange(_ bytes: [UInt8]) -> Result {
         var settings = HTTP2Settings()
         settings.append(HTTP2Setting(parameter: .maxConcurrentStreams, value: 100))
-        settings.append(HTTP2Setting(parameter: .maxHeaderListSize, value: 65_536))
+        settings.append(HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384))
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.initialSettings = settings
         let application = Application()
@@ -45,6 +47,7 @@ enum Reference {
         collectOutput()
         result.requests = application.taken
         result.resetAfterTaken = application.resetAfterTaken
+        result.highestStreamAtFirstReset = application.highestStreamAtFirstReset
         result.fields = application.fields
         return result
     }
@@ -62,6 +65,8 @@ enum Reference {
         private(set) var taken: [UInt32: HTTP2AcceptedRequest] = [:]
         private var unanswered: [HTTP2StreamID] = []
         private(set) var resetAfterTaken = 0
+        private(set) var highestStreamAtFirstReset: UInt32?
+        private var highestStream: UInt32 = 0
         private(set) var fields: [UInt32: HPACKHeaders] = [:]
         private var context: ChannelHandlerContext?
 
@@ -79,17 +84,9 @@ enum Reference {
             switch frame.payload {
             case .headers(let headers):
                 if fields[UInt32(Int(id))] == nil { fields[UInt32(Int(id))] = headers.headers }
+                highestStream = max(highestStream, UInt32(Int(id)))
                 if reading[id] == nil {
                     guard !taken.keys.contains(UInt32(Int(id))) else { return }
-                    let size = headers.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 32 }
-                    guard size <= 16_384 else {
-                        answer(id, status: "431", context: context)
-                        if !headers.endStream {
-                            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.noError))), promise: nil)
-                        }
-                        context.flush()
-                        return
-                    }
                     reading[id] = Reading(fields: headers.headers)
                 }
                 if headers.endStream { take(id) }
@@ -100,6 +97,7 @@ enum Reference {
                 reading[id] = nil
                 if let index = unanswered.firstIndex(of: id) {
                     unanswered.remove(at: index)
+                    if resetAfterTaken == 0 { highestStreamAtFirstReset = highestStream }
                     resetAfterTaken += 1
                 }
             default:

@@ -100,7 +100,8 @@ enum HTTP2Setting {
     static let initialWindowSize: UInt16 = 0x4
     static let maxFrameSize: UInt16 = 0x5
     static let maxHeaderListSize: UInt16 = 0x6
-    /// RFC 8441 §3: 0 or 1. The service offers no extended CONNECT, but the setting's values are checked all the same.
+    /// RFC 8441: 0 or 1, and a sender may not go back from 1 to 0 (§3). The service offers no extended CONNECT, but
+    /// checks the client's values all the same, as swift-nio-http2 does.
     static let enableConnectProtocol: UInt16 = 0x8
 }
 
