@@ -94,7 +94,15 @@ enum Comparison {
             let oursFate = Fate(status: oursOutcome.responses[id], reset: oursOutcome.resets[id])
             let referenceFate = Fate(status: referenceOutcome.responses[id], reset: referenceOutcome.resets[id])
             guard oursFate != referenceFate else { continue }
-            switch streamEndsAsMeant(id, ours: oursFate, reference: referenceFate, result: reference, frames: frames, bytes: bytes) {
+            switch streamEndsAsMeant(
+                id,
+                ours: oursFate,
+                reference: referenceFate,
+                result: reference,
+                frames: frames,
+                bytes: bytes,
+                referenceEnded: referenceOutcome.connectionError
+            ) {
             case .no: break
             case .sameRequestsTaken: continue
             case .onlyReferenceMayTakeIt:
@@ -161,7 +169,7 @@ enum Comparison {
         // PRIORITY of a length other than 5 on a stream the client has opened: a stream error (§6.3), so the service
         // resets the stream with FRAME_SIZE_ERROR; swift-nio-http2 ends the connection.
         if reference.code == frameSizeError, oursLater, referenceFrame.type == 0x2, referenceFrame.length != 5,
-            ours.outcome.resets[referenceFrame.streamID] == frameSizeError
+            ours.outcome.resets[referenceFrame.streamID] != nil  // the first reset's code is the one kept
         {
             return true
         }
@@ -209,8 +217,16 @@ enum Comparison {
         reference: Fate,
         result: Reference.Result,
         frames: [ClientFrame],
-        bytes: [UInt8]
+        bytes: [UInt8],
+        referenceEnded: UInt32?
     ) -> MeantDifference {
+        // PRIORITY of a length other than 5: the service resets the stream (§6.3), swift-nio-http2 ends the
+        // connection there (a connection-level difference, unless both end it, later, with the same code).
+        if ours == Fate(reset: frameSizeError), reference == Fate(), referenceEnded == frameSizeError,
+            frames.contains(where: { $0.type == 0x2 && $0.streamID == id && $0.length != 5 })
+        {
+            return .sameRequestsTaken
+        }
         // The service counts a stream the client reset after its request was taken until the router's work for it
         // ends; swift-nio-http2 frees it at once. So the service may refuse a stream opened after such a reset that
         // swift-nio-http2 takes (at most one for each such reset: `difference` counts them).
