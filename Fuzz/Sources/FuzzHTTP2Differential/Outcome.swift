@@ -2,7 +2,8 @@ import NIOCore
 import NIOHPACK
 
 /// What a server did with a connection, read back from the bytes it wrote: the error code of the GOAWAY that
-/// ended it, if any, and each stream's fate. Nothing after that GOAWAY counts.
+/// ended it, if any, and each stream's fate. After that GOAWAY only RST_STREAM frames count (neither server writes
+/// a response after it).
 struct Outcome: Equatable {
     /// The code of the first GOAWAY that names an error; nil when the connection did not end in one.
     var connectionError: UInt32?
@@ -26,6 +27,7 @@ struct Outcome: Equatable {
         {
             switch type {
             case 0x1, 0x9:  // HEADERS, CONTINUATION
+                guard connectionError == nil else { continue }
                 if type == 0x1 {
                     if flags & 0x8 != 0 { payload.moveReaderIndex(forwardBy: 1) }  // our servers never pad, but may
                     if flags & 0x20 != 0 { payload.moveReaderIndex(forwardBy: 5) }
@@ -42,8 +44,7 @@ struct Outcome: Equatable {
                 if resets[stream] == nil, let code = payload.readInteger(as: UInt32.self) { resets[stream] = code }
             case 0x7:  // GOAWAY
                 guard let (_, code) = payload.readMultipleIntegers(as: (UInt32, UInt32).self), code != 0 else { continue }
-                connectionError = code
-                return
+                if connectionError == nil { connectionError = code }
             default:
                 continue
             }
