@@ -176,6 +176,14 @@ enum Comparison {
         // A header list past the 16,384 bytes both announce: the service answers 431 on its stream (§10.5.1),
         // swift-nio-http2 ends the connection (COMPRESSION_ERROR).
         if reference.code == compressionError, oursLater, ours.outcome.responses[referenceFrame.streamID] == "431" { return true }
+        // HEADERS too short for the priority (and pad length) its flags announce, and without END_HEADERS: the service
+        // ends the connection with FRAME_SIZE_ERROR at once (§4.2); swift-nio-http2 waits for the block's end and
+        // ends it when another frame than CONTINUATION comes (PROTOCOL_ERROR).
+        if let oursFrame = ours.frame, oursFrame.index < referenceFrame.index, oursCode == frameSizeError, reference.code == protocolError,
+            oursFrame.type == 0x1, oursFrame.flags & 0x4 == 0, tooShortForPriority(oursFrame)
+        {
+            return true
+        }
         guard let oursFrame = ours.frame, oursFrame.index == referenceFrame.index else { return false }
         let frame = oursFrame
         // A header block that does not decode, in a frame that breaks another rule too: swift-nio-http2 decodes
@@ -185,18 +193,17 @@ enum Comparison {
         // were opened (STREAM_CLOSED for those, PROTOCOL_ERROR for those skipped) and takes older ones as closed.
         if frame.type == 0x1, oursCode == streamClosed, reference.code == protocolError {
             let highest = frames.prefix(frame.index - 1).filter { $0.type == 0x1 }.map(\.streamID).max() ?? 0
-            if frame.streamID &+ 1_024 < highest { return true }
+            if frame.streamID &+ 1_024 <= highest { return true }
         }
         // A frame that is both on the wrong kind of stream (a connection frame on a stream, or a stream frame on
         // stream 0) and of the wrong length: the service checks the stream first, swift-nio-http2 the length.
         if Set([oursCode, reference.code]) == [protocolError, frameSizeError], onTheWrongStreamWithTheWrongLength(frame) { return true }
         // HEADERS too short for the priority (and pad length) its flags announce: FRAME_SIZE_ERROR, as §4.2 asks of
         // a frame too small for its mandatory fields; swift-nio-http2 says PROTOCOL_ERROR.
-        if frame.type == 0x1, oursCode == frameSizeError, reference.code == protocolError, frame.flags & 0x20 != 0,
-            frame.length < 5 + (frame.flags & 0x8 != 0 ? 1 : 0)
-        {
-            return true
-        }
+        if frame.type == 0x1, oursCode == frameSizeError, reference.code == protocolError, tooShortForPriority(frame) { return true }
+        // PUSH_PROMISE from a client is the fault itself (PROTOCOL_ERROR, §8.4); swift-nio-http2 checks the frame's
+        // form and its header block first.
+        if frame.type == 0x5, oursCode == protocolError, reference.code == frameSizeError || reference.code == compressionError { return true }
         return false
     }
 
@@ -275,6 +282,11 @@ enum Comparison {
         default:
             return false
         }
+    }
+
+    /// Whether `frame`, a HEADERS frame, is too short for the priority fields (and pad length) its flags announce.
+    static func tooShortForPriority(_ frame: ClientFrame) -> Bool {
+        frame.flags & 0x20 != 0 && frame.length < 5 + (frame.flags & 0x8 != 0 ? 1 : 0)
     }
 
     /// Whether `frame` is a connection frame (SETTINGS, PING, GOAWAY) on a stream, or a PRIORITY or RST_STREAM frame
