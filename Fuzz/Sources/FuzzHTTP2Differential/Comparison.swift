@@ -28,6 +28,10 @@ enum Comparison {
         let flags: UInt8
         let streamID: UInt32
 
+        /// Where the frame's header and its payload start in the input.
+        var start: Int { end - length - 9 }
+        var payloadStart: Int { end - length }
+
         var description: String {
             "frame \(index) (type 0x\(String(type, radix: 16)), flags 0x\(String(flags, radix: 16)), stream \(streamID), \(length) bytes)"
         }
@@ -147,7 +151,7 @@ enum Comparison {
         // connection with PROTOCOL_ERROR; RFC 9113 §6.8 does not make it an error, and the service takes any GOAWAY
         // from the client for its leaving.
         if referenceFrame.type == 0x7, reference.code == protocolError, oursCode == nil, referenceFrame.length >= 8,
-            bytes[referenceFrame.end - referenceFrame.length + 3] & 1 == 1
+            bytes[referenceFrame.payloadStart + 3] & 1 == 1
         {
             return true
         }
@@ -304,7 +308,7 @@ enum Comparison {
 
     /// Whether `frame`, a HEADERS frame with priority fields or a PRIORITY frame, makes its stream depend on itself.
     static func dependsOnItself(_ frame: ClientFrame, _ bytes: [UInt8]) -> Bool {
-        var start = frame.end - frame.length
+        var start = frame.payloadStart
         switch frame.type {
         case 0x1 where frame.flags & 0x20 != 0: if frame.flags & 0x8 != 0 { start += 1 }
         case 0x2: break
@@ -331,7 +335,7 @@ enum Comparison {
     static func clientSetting(_ identifier: UInt8, _ bytes: [UInt8], _ frames: [ClientFrame]) -> [Int] {
         var values: [Int] = []
         for frame in frames where frame.type == 0x4 && frame.flags & 0x1 == 0 && frame.streamID == 0 {
-            var offset = frame.end - frame.length
+            var offset = frame.payloadStart
             while offset + 6 <= frame.end {
                 if bytes[offset] == 0 && bytes[offset + 1] == identifier {
                     values.append(bytes[offset + 2..<offset + 6].reduce(0) { $0 << 8 | Int($1) })
@@ -418,7 +422,7 @@ enum Comparison {
                 // CONTINUATION goes on with the block; any other frame breaks it, and both end the connection there.
                 if frame.type != 0x9 || frame.flags & 0x4 != 0 { blockStart = nil }
             } else if frame.type == 0x1 || frame.type == 0x5, frame.flags & 0x4 == 0 {
-                blockStart = frame.end - frame.length - 9
+                blockStart = frame.start
             }
             end = frame.end
             if frame.type == 0x7 { break }

@@ -120,13 +120,13 @@ enum Reference {
         /// Answers every request taken whole and not reset, in order.
         func answerTaken() {
             guard let context else { return }
-            for id in unanswered { answer(id, status: "200", context: context) }
+            for id in unanswered { answer(id, context: context) }
             unanswered = []
             context.flush()
         }
 
-        private func answer(_ id: HTTP2StreamID, status: String, context: ChannelHandlerContext) {
-            let head = HPACKHeaders([(":status", status), ("content-length", "0")])
+        private func answer(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+            let head = HPACKHeaders([(":status", "200"), ("content-length", "0")])
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: head, endStream: true)))), promise: nil)
         }
     }
