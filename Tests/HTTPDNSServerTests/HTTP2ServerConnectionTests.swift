@@ -162,15 +162,20 @@ import Testing
         #expect(try await client.response(1).text == Self.hitBody)
     }
 
-    @Test func paddingIsRemoved() async throws {
+    /// Padding is removed, after the priority fields when the frame has them (RFC 9113 §6.2: the pad length, the
+    /// priority fields, the block, then the padding).
+    @Test(arguments: [false, true])
+    func paddingIsRemoved(withPriorityFields: Bool) async throws {
         let fixture = try await primed()
         let client = try await HTTP2TestClient(fixture)
         try await client.start()
         var payload = ByteBuffer()
         payload.writeInteger(UInt8(3))
+        if withPriorityFields { payload.writeMultipleIntegers(UInt32(0), UInt8(15)) }
         payload.writeImmutableBuffer(try client.headerBlock(HTTP2TestClient.requestFields(Self.hitPath)))
         payload.writeRepeatingByte(0, count: 3)
-        try await client.send(HTTP2TestClient.frame(.headers, flags: [.endHeaders, .endStream, .padded], stream: 1, payload: payload))
+        let flags: HTTP2FrameFlags = withPriorityFields ? [.endHeaders, .endStream, .padded, .priority] : [.endHeaders, .endStream, .padded]
+        try await client.send(HTTP2TestClient.frame(.headers, flags: flags, stream: 1, payload: payload))
         #expect(try await client.response(1).text == Self.hitBody)
     }
 
@@ -508,6 +513,27 @@ import Testing
         ),
         (
             "PRIORITY of 4 bytes on an idle stream", HTTP2TestClient.frame(.priority, stream: 7, payload: ByteBuffer(bytes: [0, 0, 0, 0])),
+            .frameSizeError
+        ),
+        (
+            // Pad length 3, the priority fields, then a block of 2 bytes: the padding fits the frame but not the block.
+            "HEADERS whose padding is longer than the block after its priority fields",
+            HTTP2TestClient.frame(
+                .headers,
+                flags: [.endHeaders, .padded, .priority],
+                stream: 1,
+                payload: ByteBuffer(bytes: [3, 0, 0, 0, 0, 16, 0x82, 0x84])
+            ), .protocolError
+        ),
+        (
+            "HEADERS too short for its pad length and priority fields",
+            HTTP2TestClient.frame(.headers, flags: [.endHeaders, .padded, .priority], stream: 1, payload: ByteBuffer(bytes: [0, 0, 0, 0, 0])),
+            .frameSizeError
+        ),
+        (
+            // The pad length (5) is longer than the rest of the frame, but the frame is too short to get that far.
+            "HEADERS too short for its pad length and priority fields, padded past its end",
+            HTTP2TestClient.frame(.headers, flags: [.endHeaders, .padded, .priority], stream: 1, payload: ByteBuffer(bytes: [5, 0, 0, 0, 0])),
             .frameSizeError
         ),
         (

@@ -44,12 +44,14 @@ extension HTTP2ServerConnection {
         guard id != 0, id & 1 == 1 else { return connectionError(.protocolError, "HEADERS on stream \(id), not a client stream") }
         emptyDataFrames = 0
         var fragment = payload
-        guard stripPadding(header, &fragment) else { return }
+        // The pad length comes first, then the priority fields, then the block; the padding must fit in the block (§6.2).
+        let priorityFields = header.flags.contains(.priority) ? 5 : 0
+        guard priorityFields == 0 || fragment.readableBytes >= (header.flags.contains(.padded) ? 1 : 0) + priorityFields else {
+            return connectionError(.frameSizeError, "HEADERS too short for its priority")
+        }
+        guard stripPadding(header, &fragment, after: priorityFields) else { return }
         var dependsOnItself = false
-        if header.flags.contains(.priority) {
-            guard let dependency = fragment.readInteger(as: UInt32.self), fragment.readInteger(as: UInt8.self) != nil else {
-                return connectionError(.frameSizeError, "HEADERS too short for its priority")
-            }
+        if priorityFields > 0, let (dependency, _) = fragment.readMultipleIntegers(as: (UInt32, UInt8).self) {
             dependsOnItself = dependency & 0x7FFF_FFFF == id
         }
         let endStream = header.flags.contains(.endStream)
@@ -326,11 +328,12 @@ extension HTTP2ServerConnection {
         finishDraining()
     }
 
-    /// Removes a padded frame's padding (§6.1); false, after a connection error, when the padding does not fit.
-    private func stripPadding(_ header: HTTP2FrameHeader, _ payload: inout ByteBuffer) -> Bool {
+    /// Removes a padded frame's padding (§6.1); false, after a connection error, when the padding does not fit in what
+    /// follows the pad length and `fixedFields` more bytes (HEADERS' priority fields), which the caller has checked are there.
+    private func stripPadding(_ header: HTTP2FrameHeader, _ payload: inout ByteBuffer, after fixedFields: Int = 0) -> Bool {
         guard header.flags.contains(.padded) else { return true }
-        guard let padding = payload.readInteger(as: UInt8.self), Int(padding) <= payload.readableBytes else {
-            connectionError(.protocolError, "\(header.type) padding longer than the frame")
+        guard let padding = payload.readInteger(as: UInt8.self), Int(padding) <= payload.readableBytes - fixedFields else {
+            connectionError(.protocolError, "\(header.type) padding longer than the \(fixedFields > 0 ? "block after the priority fields" : "frame")")
             return false
         }
         payload = payload.getSlice(at: payload.readerIndex, length: payload.readableBytes - Int(padding))!
