@@ -142,9 +142,20 @@ def continuation_seed():
             + raw_frame(9, 0x4, 1, block[20:]) + raw_frame(7, 0, 0, struct.pack(">II", 0, 0)))
 
 
+def priority_across_continuation_seed():
+    """HEADERS without END_HEADERS, padded past its priority fields, which a CONTINUATION would complete: a
+    difference meant (docs/RELIABILITY.md); then a request on a stream of its own."""
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    block = conn.encoder.encode([(":method", "GET"), (":scheme", "https"), (":authority", "x"), (":path", "/d?host=a.test")])
+    return (conn.data_to_send() + raw_frame(1, 0x29, 1, bytes([1, 0, 0, 0, 0, 0]))
+            + raw_frame(9, 0x4, 1, bytes([16]) + block) + raw_frame(1, 0x5, 3, block))
+
+
 for target in ("FuzzHTTP2", "FuzzHTTP2Differential"):
     write(target, "gets", h2_seed(gets))
     write(target, "post-reset-ping", h2_seed(posts))
 write("FuzzHTTP2Differential", "trailers-priority-window", h2_seed(continuations_and_trailers))
 write("FuzzHTTP2Differential", "malformed-then-good", h2_seed(malformed, validate=False))
 write("FuzzHTTP2Differential", "continuations-goaway", continuation_seed())
+write("FuzzHTTP2Differential", "priority-across-continuation", priority_across_continuation_seed())

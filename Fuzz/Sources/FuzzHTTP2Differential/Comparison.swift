@@ -142,6 +142,15 @@ enum Comparison {
         bytes: [UInt8]
     ) -> Bool {
         let oursCode = ours.outcome.connectionError
+        // HEADERS without END_HEADERS that cannot hold the priority fields its flags announce (too short for them and
+        // the pad length: FRAME_SIZE_ERROR, §4.2; padding longer than what follows them: PROTOCOL_ERROR, §6.2): the
+        // service ends the connection at once. swift-nio-http2 reads the priority fields from the whole block once it
+        // has ended, so it may take the request or end the connection at a later frame.
+        if let oursFrame = ours.frame, oursFrame.type == 0x1, oursFrame.flags & 0x4 == 0,
+            let fault = priorityFieldsFault(oursFrame, bytes), oursCode == fault, reference.frame.map({ $0.index > oursFrame.index }) ?? true
+        {
+            return true
+        }
         guard let referenceFrame = reference.frame else { return false }
         let oursLater = ours.frame.map { $0.index > referenceFrame.index } ?? true
         // swift-nio-http2 checks extension frames it knows (ALTSVC, ORIGIN) that the service does not implement and
@@ -180,11 +189,11 @@ enum Comparison {
         // A header list past the 16,384 bytes both announce: the service answers 431 on its stream (§10.5.1),
         // swift-nio-http2 ends the connection (COMPRESSION_ERROR).
         if reference.code == compressionError, oursLater, ours.outcome.responses[referenceFrame.streamID] == "431" { return true }
-        // HEADERS too short for the priority (and pad length) its flags announce, and without END_HEADERS: the service
-        // ends the connection with FRAME_SIZE_ERROR at once (§4.2); swift-nio-http2 waits for the block's end and
-        // ends it when another frame than CONTINUATION comes (PROTOCOL_ERROR).
-        if let oursFrame = ours.frame, oursFrame.index < referenceFrame.index, oursCode == frameSizeError, reference.code == protocolError,
-            oursFrame.type == 0x1, oursFrame.flags & 0x4 == 0, tooShortForPriority(oursFrame)
+        // PUSH_PROMISE from a client is the fault itself (PROTOCOL_ERROR, §8.4); swift-nio-http2 checks the frame's
+        // form and its header block first, at the CONTINUATION that ends the block when the frame does not.
+        if let oursFrame = ours.frame, oursFrame.type == 0x5, oursCode == protocolError,
+            reference.code == frameSizeError || reference.code == compressionError, oursFrame.index <= referenceFrame.index,
+            frames[oursFrame.index..<referenceFrame.index].allSatisfy({ $0.type == 0x9 && $0.streamID == oursFrame.streamID })
         {
             return true
         }
@@ -204,10 +213,9 @@ enum Comparison {
         if Set([oursCode, reference.code]) == [protocolError, frameSizeError], onTheWrongStreamWithTheWrongLength(frame) { return true }
         // HEADERS too short for the priority (and pad length) its flags announce: FRAME_SIZE_ERROR, as §4.2 asks of
         // a frame too small for its mandatory fields; swift-nio-http2 says PROTOCOL_ERROR.
-        if frame.type == 0x1, oursCode == frameSizeError, reference.code == protocolError, tooShortForPriority(frame) { return true }
-        // PUSH_PROMISE from a client is the fault itself (PROTOCOL_ERROR, §8.4); swift-nio-http2 checks the frame's
-        // form and its header block first.
-        if frame.type == 0x5, oursCode == protocolError, reference.code == frameSizeError || reference.code == compressionError { return true }
+        if frame.type == 0x1, oursCode == frameSizeError, reference.code == protocolError, priorityFieldsFault(frame, bytes) == frameSizeError {
+            return true
+        }
         return false
     }
 
@@ -288,9 +296,14 @@ enum Comparison {
         }
     }
 
-    /// Whether `frame`, a HEADERS frame, is too short for the priority fields (and pad length) its flags announce.
-    static func tooShortForPriority(_ frame: ClientFrame) -> Bool {
-        frame.flags & 0x20 != 0 && frame.length < 5 + (frame.flags & 0x8 != 0 ? 1 : 0)
+    /// The connection error the service owes `frame`, a HEADERS frame, for the priority fields its flags announce:
+    /// FRAME_SIZE_ERROR when it is too short for them (and the pad length), PROTOCOL_ERROR when its padding is longer
+    /// than what follows them (RFC 9113 §6.2); nil when they fit, or when it has none.
+    static func priorityFieldsFault(_ frame: ClientFrame, _ bytes: [UInt8]) -> UInt32? {
+        guard frame.flags & 0x20 != 0 else { return nil }
+        let padded = frame.flags & 0x8 != 0
+        if frame.length < 5 + (padded ? 1 : 0) { return frameSizeError }
+        return padded && Int(bytes[frame.payloadStart]) > frame.length - 6 ? protocolError : nil
     }
 
     /// Whether `frame` is a connection frame (SETTINGS, PING, GOAWAY) on a stream, or a PRIORITY or RST_STREAM frame
