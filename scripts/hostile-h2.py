@@ -10,6 +10,8 @@ open until stdin closes (or for --hold seconds), so a caller can read the server
               block) and nothing more.
   reset       one connection opening and resetting streams (rapid reset); prints how many streams went out and
               how the connection ended.
+  h1-bodies   N HTTP/1.1 connections, each a `POST /dns-query` with a chunked body sent as fast as the server
+              reads it, in chunks of 16 KiB up to --body bytes (rounded up to a whole chunk), never ended.
   noise       N connections, each sending --body bytes in frames of an unknown type, which HTTP/2 ignores: what the
               connections cost with the same traffic and no request, for comparing with `bodies`.
 
@@ -156,6 +158,77 @@ def bodies(args):
     hold(args, [(c[0], c[1]) for c in conns])
 
 
+def h1_bodies(args):
+    head = ("POST /dns-query HTTP/1.1\r\nHost: %s\r\nContent-Type: application/dns-message\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n" % args.server_name).encode()
+    chunk = b"4000\r\n" + b"\0" * 0x4000 + b"\r\n"
+    conns = []
+    for _ in range(args.connections):
+        sock = connect(args, "http/1.1")
+        sock.sendall(head)
+        sock.setblocking(False)
+        # What is left of the chunk being sent, body bytes sent, the response's first line, whether it ended.
+        conns.append({"sock": sock, "pending": b"", "sent": 0, "status": None, "ended": False})
+
+    def sending(state):
+        return not state["ended"] and (state["sent"] < args.body or state["pending"])
+
+    def read_response(state):
+        while True:  # everything that has come, so the socket stops being readable
+            try:
+                data = state["sock"].recv(65536)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                state["ended"] = True
+                return
+            if state["status"] is None:
+                state["status"] = data.split(b"\r\n", 1)[0].decode(errors="replace")
+
+    def send_body(state):
+        moved = False
+        while sending(state):
+            if not state["pending"]:
+                state["pending"] = chunk
+            try:
+                written = state["sock"].send(state["pending"])
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                break
+            except OSError:
+                state["ended"] = True
+                break
+            if written == len(state["pending"]):
+                state["sent"] += 0x4000
+            state["pending"] = state["pending"][written:]
+            moved = moved or written > 0
+        return moved
+
+    # Send wherever a socket takes more, until every body is sent, or the server has taken nothing for 5 s, or 120 s
+    # have passed.
+    deadline = time.monotonic() + 120
+    last_progress = time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - last_progress < 5:
+        unfinished = [c for c in conns if sending(c)]
+        if not unfinished:
+            break
+        by_socket = {c["sock"]: c for c in conns if not c["ended"]}
+        readable, writable, _ = select.select(list(by_socket), [c["sock"] for c in unfinished], [], 0.5)
+        for sock in readable:
+            read_response(by_socket[sock])
+        for sock in writable:
+            if send_body(by_socket[sock]):
+                last_progress = time.monotonic()
+    statuses = {}
+    for state in conns:
+        key = state["status"] or "none"
+        statuses[key] = statuses.get(key, 0) + 1
+    report({"mode": "h1-bodies", "connections": sum(1 for c in conns if not c["ended"]),
+            "bodyBytesSent": sum(c["sent"] for c in conns), "responses": statuses})
+    hold(args, [(c["sock"], None) for c in conns])
+
+
 def noise(args):
     socks = []
     for _ in range(args.connections):
@@ -249,12 +322,12 @@ def hold(args, socks):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["bodies", "half-sent", "reset", "noise"])
+    parser.add_argument("mode", choices=["bodies", "h1-bodies", "half-sent", "reset", "noise"])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cafile")
     parser.add_argument("--server-name", default="localhost")
-    parser.add_argument("--plain", action="store_true", help="no TLS (half-sent HTTP/1.1 only)")
+    parser.add_argument("--plain", action="store_true", help="no TLS (half-sent and h1-bodies)")
     parser.add_argument("--h2", action="store_true", help="half-sent: an unfinished HTTP/2 header block")
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--streams", type=int, default=100)
@@ -266,7 +339,7 @@ def main():
     args = parser.parse_args()
     global REPORT_TO_STDERR
     REPORT_TO_STDERR = args.report_stderr
-    {"bodies": bodies, "half-sent": half_sent, "reset": reset, "noise": noise}[args.mode](args)
+    {"bodies": bodies, "h1-bodies": h1_bodies, "half-sent": half_sent, "reset": reset, "noise": noise}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,59 @@ struct HostileClientTests {
         }
     }
 
+    /// Two hundred HTTP/1.1 connections each stream 409,600 bytes of a DoH POST body that never ends; the service
+    /// answers 413 past 64 KiB and reads on, to find where the next request starts. SwiftNIO's read buffers grew to
+    /// 64 KiB, four for each connection, and stayed for the connection's life: +57–58 MiB. A connection now reads
+    /// into one buffer of at most 16 KiB (`ConnectionReads`): +12–15 MiB. Measured once the service has read every
+    /// byte sent.
+    @Test func bodiesStreamedOverHTTP1LeaveNoGrownReadBuffers() async throws {
+        try cancelUnderASanitizer("the service's resident memory")
+        let python = try await Self.python()
+        let server = try await ServiceProcess.start(["--upstream", "127.0.0.1:9"])
+        defer { server.stop() }
+        let before = try Self.residentKiB(server.process.pid)
+        let hostile = try ChildProcess(
+            executable: python,
+            arguments: [
+                "scripts/hostile-h2.py", "h1-bodies", "--plain", "--port", "\(server.port)", "--connections", "200", "--body", "409600",
+                "--hold", "120", "--report-stderr",
+            ]
+        )
+        defer { hostile.stop() }
+        let done = await hostile.waitForStderr(containing: #""mode": "h1-bodies""#, timeoutMs: 60_000)
+        try #require(done.found, "\(done.output)")
+        try #require(done.output.contains(#""connections": 200, "bodyBytesSent": 81920000"#), "\(done.output)")
+        let unread = try await Self.waitForBytesInFlightToDrain(port: server.port)
+        #expect(unread == 0, "\(unread) bytes sent are not read by the service yet")
+        let holding = try Self.residentKiB(server.process.pid)
+        #expect(holding - before <= 24 * 1024, "200 connections streaming bodies added \((holding - before) / 1024) MiB")
+        hostile.stop()
+        #expect(server.stop() == .exited(0))
+    }
+
+    /// Bytes sent to the service on local port `port` that it has not read yet: its sockets' receive queues and its
+    /// clients' send queues, from /proc/net/tcp, polled until they are 0 or 20 s have passed; returns the last count.
+    static func waitForBytesInFlightToDrain(port: Int) async throws -> Int {
+        let servicePort = String(format: ":%04X", port)
+        var inFlight = 0
+        for _ in 0..<200 {
+            let table = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
+            // Each row: sl, local address:port, remote address:port, state, tx_queue:rx_queue, ...
+            inFlight = table.split(separator: "\n").dropFirst().reduce(0) { total, row in
+                let fields = row.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count > 4 else { return total }
+                let queues = fields[4].split(separator: ":").map { Int($0, radix: 16) ?? 0 }
+                guard queues.count == 2 else { return total }
+                if fields[1].hasSuffix(servicePort) { return total + queues[1] }  // the service's side: unread
+                if fields[2].hasSuffix(servicePort) { return total + queues[0] }  // a client's side: not yet delivered
+                return total
+            }
+            if inFlight == 0 { return 0 }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return inFlight
+    }
+
     /// Four connections each send half a request line and stop, filling a limit of four. The service stops
     /// accepting; curl waits in the backlog until the header timeout (1 s here) closes the four with 408, then is
     /// answered. Without the header timeout curl would wait for the idle timeout; without the limit it would not

@@ -33,9 +33,16 @@ public struct ServiceHTTP1Channel: HTTPChannelHandler {
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            try Self.configure(channel.pipeline.syncOperations, cacheHits: cacheHits, idleTimeout: idleTimeout, headerTimeout: headerTimeout)
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            try ConnectionReads.configure(channel)
+            return try setUpHTTP1(on: channel)
         }
+    }
+
+    /// The HTTP/1.1 pipeline on a connection whose reads are already configured: a plain one, or a TLS one after
+    /// ALPN chose `http/1.1` (``ServiceTLSChannel``).
+    func setUpHTTP1(on channel: any Channel) throws -> Value {
+        try Self.configure(channel.pipeline.syncOperations, cacheHits: cacheHits, idleTimeout: idleTimeout, headerTimeout: headerTimeout)
+        return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
     }
 
     /// Request decoder, front, the encoder of the router's responses, and the conversion to and from the HTTP types

@@ -61,6 +61,7 @@ public struct ServiceTLSChannel: HTTPChannelHandler {
 
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
+            try ConnectionReads.configure(channel)
             try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
             let watch = HandshakeWatch(timeout: handshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(watch)
@@ -75,9 +76,9 @@ public struct ServiceTLSChannel: HTTPChannelHandler {
                         return .http2(channel, settled: settled)
                     }
                 case .negotiated("http/1.1"), .fallback:
-                    let watch = NIOLoopBound(watch, eventLoop: channel.eventLoop)
-                    return http1.setup(channel: channel, logger: logger).map { value in
-                        watch.value.replay(on: channel)
+                    return channel.eventLoop.makeCompletedFuture {
+                        let value = try http1.setUpHTTP1(on: channel)
+                        watch.replay(on: channel)
                         return .http1(value)
                     }
                 case .negotiated:
