@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HTTPDNSCore
 import HTTPDNSWire
 
 /// The accounts object: `{"<account>": {"secret": "…", "requireSignature": true, "allowMD5Signature": false}, …}`.
@@ -17,7 +18,7 @@ extension SettingKind {
         guard !path.isEmpty else { throw SettingError(origin, "must name a JSON file of accounts") }
         let bytes: [UInt8]
         do {
-            bytes = try SettingsFile.read(path)
+            bytes = try BoundedFile.read(path, maxBytes: SettingsReader.maxFileBytes)
         } catch {
             throw SettingError(origin, "cannot read accounts from \(path) (a JSON object of accounts): \(error)")
         }

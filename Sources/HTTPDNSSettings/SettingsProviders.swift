@@ -1,5 +1,6 @@
 import Configuration
 import FoundationEssentials
+import HTTPDNSCore
 import HTTPDNSWire
 
 /// What the three providers of a command's settings share: the command's table, by key, and a lookup that reads a
@@ -54,7 +55,7 @@ struct FileSettingsProvider: SettingsProvider {
         let table = Dictionary(uniqueKeysWithValues: settings.map { ($0.key, $0) })
         let bytes: [UInt8]
         do {
-            bytes = try SettingsFile.read(path)
+            bytes = try BoundedFile.read(path, maxBytes: SettingsReader.maxFileBytes)
         } catch {
             throw SettingError("cannot read the configuration file \(path): \(error)")
         }

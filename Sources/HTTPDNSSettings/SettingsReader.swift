@@ -8,6 +8,10 @@ import Configuration
 /// variable or the flag it came from. A value that a later place overrides is never read, so it cannot stop
 /// start-up.
 public struct SettingsReader: Sendable {
+    /// The largest file a setting may name (the configuration file, the accounts file): 1 MiB. Either must be a
+    /// regular file, so a FIFO or /dev/zero is refused at once (`BoundedFile`).
+    static let maxFileBytes = 1 << 20
+
     private let reader: ConfigReader
 
     /// - Parameters:

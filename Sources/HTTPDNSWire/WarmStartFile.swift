@@ -34,13 +34,18 @@ public enum WarmStartFile {
         }
     }
 
-    /// Reads the entries saved at `path`.
-    /// - Throws: ``WarmStartError`` when the file cannot be read or is not a warm-start file.
-    public static func load(from path: String) throws(WarmStartError) -> [CachedEntry] {
+    /// The largest file ``load(from:maxBytes:)`` reads by default: 256 MiB, over 1,000 bytes for each of a
+    /// `ResolverCache`'s 100,000 names at most (its default `maxEntries`).
+    public static let defaultMaxBytes = 256 << 20
+
+    /// Reads the entries saved at `path`, a regular file of at most `maxBytes`.
+    /// - Throws: ``WarmStartError`` when the file cannot be read (missing, not a regular file, larger than
+    ///   `maxBytes`) or is not a warm-start file.
+    public static func load(from path: String, maxBytes: Int = defaultMaxBytes) throws(WarmStartError) -> [CachedEntry] {
         func fail(_ reason: String) -> WarmStartError { WarmStartError(path: path, reason: reason) }
         let bytes: [UInt8]
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes = try BoundedFile.read(path, maxBytes: maxBytes)
         } catch {
             throw fail("cannot be read: \(error)")
         }

@@ -45,6 +45,24 @@ import Testing
         #expect(read?.reason.contains("cannot be read") == true)
     }
 
+    /// What is not a regular file of at most `maxBytes` is refused before it is read: a FIFO would hang the start, and
+    /// /dev/zero would fill memory.
+    @Test(.timeLimit(.minutes(1))) func onlyARegularFileOfBoundedSizeIsRead() throws {
+        let device = #expect(throws: WarmStartError.self) { try WarmStartFile.load(from: "/dev/zero") }
+        #expect(device?.reason.contains("cannot be read: it is not a regular file") == true, "\(device?.description ?? "no error")")
+        let fifo = path()
+        guard mkfifo(fifo, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { try? FileManager.default.removeItem(atPath: fifo) }
+        let pipe = #expect(throws: WarmStartError.self) { try WarmStartFile.load(from: fifo) }
+        #expect(pipe?.reason.contains("it is not a regular file") == true, "\(pipe?.description ?? "no error")")
+        let file = path()
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try WarmStartFile.save([], to: file)
+        #expect(try WarmStartFile.load(from: file, maxBytes: 100).isEmpty)
+        let large = #expect(throws: WarmStartError.self) { try WarmStartFile.load(from: file, maxBytes: 10) }
+        #expect(large?.reason.contains("larger than 10 bytes") == true, "\(large?.description ?? "no error")")
+    }
+
     /// A full disk: saving fails with an error that says so, and the file saved before it stays whole, with nothing
     /// half-written beside it (a save writes a new file and renames it over the old one). The disk is a 64 KiB tmpfs
     /// mounted for the test and filled to the last byte, so the test needs to be able to mount (root, as CI runs);
