@@ -31,6 +31,7 @@ public struct ResolveSettings: Sendable {
     public static let cacert = Setting("cacert", .text, flag: "--cacert")
     public static let pins = Setting("pins", .pins, flag: "--pin")
     public static let budgetMs = Setting("budgetMs", .positiveInteger, flag: "--budget-ms")
+    public static let attemptTimeoutMs = Setting("attemptTimeoutMs", .positiveInteger, flag: "--attempt-timeout-ms")
     public static let fallbacks = Setting("fallbacks", .choices(["cares", "system"]), flag: "--fallback")
     public static let dns = Setting("dns", .dnsServers, flag: "--dns")
     public static let tcp = Setting("tcp", .flag, flag: "--tcp")
@@ -40,7 +41,9 @@ public struct ResolveSettings: Sendable {
     public static let json = Setting("json", .flag, flag: "--json")
 
     /// Every key of `httpdns resolve`, in the order docs/CLI.md lists them.
-    public static let table: [Setting] = [source, servers, serverName, cacert, pins, budgetMs, fallbacks, dns, tcp, timeoutMs, tries, type, json]
+    public static let table: [Setting] = [
+        source, servers, serverName, cacert, pins, budgetMs, attemptTimeoutMs, fallbacks, dns, tcp, timeoutMs, tries, type, json,
+    ]
 
     public var source = Source.cares
     /// How the HTTPDNS service is reached; nil when no `servers` are set.
@@ -61,6 +64,7 @@ public struct ResolveSettings: Sendable {
         let cacert = try await reader.string(Self.cacert)
         let pins = try await reader.strings(Self.pins) ?? []
         let budgetMs = try await reader.int(Self.budgetMs)
+        let attemptTimeoutMs = try await reader.int(Self.attemptTimeoutMs)
         if !servers.isEmpty {
             // Each was checked as it was read, so parsing again cannot fail.
             var connection = ServiceConnection(servers: servers.compactMap { try? ServiceEndpoint(parsing: $0) })
@@ -70,6 +74,15 @@ public struct ResolveSettings: Sendable {
             if let budgetMs {
                 connection.budgetMs = budgetMs
                 connection.attemptTimeoutMs = min(connection.attemptTimeoutMs, budgetMs)
+            }
+            if let attemptTimeoutMs {
+                guard attemptTimeoutMs <= connection.budgetMs else {
+                    throw SettingError(
+                        "--attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) must be at most the budget, "
+                            + "--budget-ms (\(connection.budgetMs) ms), not \(attemptTimeoutMs)"
+                    )
+                }
+                connection.attemptTimeoutMs = attemptTimeoutMs
             }
             service = connection
         }
@@ -97,7 +110,8 @@ public struct ResolveSettings: Sendable {
         default: families = .all
         }
         json = try await reader.bool(Self.json) ?? false
-        try check(serviceKeysSet: serverName != nil || cacert != nil || !pins.isEmpty || budgetMs != nil, caresKeysSet: caresKeysSet)
+        let serviceKeysSet = serverName != nil || cacert != nil || !pins.isEmpty || budgetMs != nil || attemptTimeoutMs != nil
+        try check(serviceKeysSet: serviceKeysSet, caresKeysSet: caresKeysSet)
         if fallbackList != nil, source != .auto {
             throw SettingError("--fallback applies to --source auto, not \(source.rawValue)")
         }
@@ -111,7 +125,8 @@ public struct ResolveSettings: Sendable {
         }
         if !source.asksService, service != nil || serviceKeysSet {
             throw SettingError(
-                "--server, --server-name, --cacert, --pin and --budget-ms (servers, serverName, cacert, pins, budgetMs; "
+                "--server, --server-name, --cacert, --pin, --budget-ms and --attempt-timeout-ms "
+                    + "(servers, serverName, cacert, pins, budgetMs, attemptTimeoutMs; "
                     + "HTTPDNS_SERVERS, …) apply to --source auto, httpdns or doh, not \(source.rawValue)"
             )
         }

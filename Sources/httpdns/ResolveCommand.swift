@@ -43,6 +43,9 @@ struct ResolveCommand: AsyncParsableCommand {
     @Option(name: .customLong("budget-ms"), help: "How long the service may take, over all its addresses (default 2000).")
     var budgetMs: String?
 
+    @Option(name: .customLong("attempt-timeout-ms"), help: "How long one service address may take, at most the budget (default 1000).")
+    var attemptTimeoutMs: String?
+
     @Option(name: .customLong("fallback"), help: "What auto asks when the service fails: cares, system; repeatable, in order (default both).")
     var fallbacks: [String] = []
 
@@ -117,6 +120,7 @@ struct ResolveCommand: AsyncParsableCommand {
         flags[ResolveSettings.cacert.key] = cacert.map { [$0] }
         flags[ResolveSettings.pins.key] = pins.isEmpty ? nil : pins
         flags[ResolveSettings.budgetMs.key] = budgetMs.map { [$0] }
+        flags[ResolveSettings.attemptTimeoutMs.key] = attemptTimeoutMs.map { [$0] }
         flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
         flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
         flags[ResolveSettings.tcp.key] = tcp ? ["true"] : nil

@@ -33,6 +33,10 @@ struct ResolveServiceCommandTests {
         }
     }
 
+    /// For the runs that must reach the service: 10 s for it, where the defaults give one address 1 s, which a
+    /// loaded machine running the suite's other processes has taken.
+    static let patient = ["--budget-ms", "10000", "--attempt-timeout-ms", "10000"]
+
     /// Runs `httpdns resolve ARGUMENTS` with `environment` added to the test's own, less any `HTTPDNS_…` variable of
     /// the test's (a developer's own settings must not change what is asked, or where).
     func resolve(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
@@ -50,7 +54,9 @@ struct ResolveServiceCommandTests {
     @Test(arguments: ["httpdns", "doh"])
     func aServiceSourceAnswersVerifyingTheCertificate(_ source: String) async throws {
         try await withScenario { scenario in
-            let run = try await resolve(["bank.test", "--source", source, "--server", scenario.url, "--cacert", scenario.certificate, "--type", "a", "--json"])
+            let run = try await resolve(
+                ["bank.test", "--source", source, "--server", scenario.url, "--cacert", scenario.certificate, "--type", "a", "--json"] + Self.patient
+            )
             #expect(run.status == .exited(0), "\(run)")
             let answer = try object(run)
             #expect(answer["ipv4"] as? [String] == ["127.0.0.5"])
@@ -67,10 +73,11 @@ struct ResolveServiceCommandTests {
     /// `auto` with the service up: its answer, and the lying local resolver is never asked.
     @Test func autoTakesTheServicesAnswer() async throws {
         try await withScenario { scenario in
-            let run = try await resolve([
+            let arguments = [
                 "bank.test", "--source", "auto", "--server", scenario.url, "--cacert", scenario.certificate, "--fallback", "cares",
                 "--dns", scenario.liar.address.description, "--type", "A",
-            ])
+            ]
+            let run = try await resolve(arguments + Self.patient)
             #expect(run.status == .exited(0), "\(run)")
             #expect(run.stdout.hasPrefix("bank.test\tA\t127.0.0.5\n"), "\(run)")
             #expect(run.stdout.contains("source httpdns,"), "\(run)")
@@ -112,7 +119,9 @@ struct ResolveServiceCommandTests {
         try await withScenario { scenario in
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-resolve-\(UUID().uuidString).json").path
             defer { try? FileManager.default.removeItem(atPath: file) }
-            let settings = #"{"source": "doh", "servers": ["\#(scenario.url)"], "cacert": "\#(scenario.certificate)", "type": "A", "json": true}"#
+            let settings =
+                #"{"source": "doh", "servers": ["\#(scenario.url)"], "cacert": "\#(scenario.certificate)", "type": "A", "json": true, "#
+                + #""budgetMs": 10000, "attemptTimeoutMs": 10000}"#
             try settings.write(toFile: file, atomically: true, encoding: .utf8)
             let fromFile = try await resolve(["bank.test", "--config", file])
             #expect(fromFile.status == .exited(0), "\(fromFile)")

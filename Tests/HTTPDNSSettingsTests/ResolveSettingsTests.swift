@@ -42,6 +42,21 @@ import Testing
         #expect(settings.fallbacks == ["cares"] && settings.families == .ipv6)
     }
 
+    /// An attempt may be given any time up to the budget, the default one or the one set; past it is refused.
+    @Test func anAttemptTimeoutIsAtMostTheBudget() async throws {
+        let service = ["source": ["doh"], "servers": ["https://127.0.0.1"]]
+        let longer = try #require(try await settings(flags: service.merging(["attemptTimeoutMs": ["1500"]]) { $1 }).service)
+        #expect(longer.attemptTimeoutMs == 1500 && longer.budgetMs == 2000)
+        let both = try #require(
+            try await settings(environment: ["HTTPDNS_BUDGET_MS": "10000", "HTTPDNS_ATTEMPT_TIMEOUT_MS": "10000"], flags: service).service
+        )
+        #expect(both.attemptTimeoutMs == 10_000 && both.budgetMs == 10_000)
+        let past = await error(flags: service.merging(["attemptTimeoutMs": ["2500"]]) { $1 })
+        let expected = "--attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) must be at most the budget, --budget-ms (2000 ms), not 2500"
+        #expect(past.contains(expected), "\(past)")
+        #expect(await error(flags: ["attemptTimeoutMs": ["500"]]).contains("--attempt-timeout-ms"), "refused for c-ares, which it does not set")
+    }
+
     /// A repeated flag of a list keeps every value, in order: two addresses, the current pin and the next.
     @Test func repeatedFlagsKeepEveryValue() async throws {
         let current = "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
