@@ -37,6 +37,20 @@ import Testing
         #expect(answer.source == "cares" && answer.fallback && answer.verdict == .ok)
     }
 
+    /// A fallback's NXDOMAIN, the trusted source having failed: the answer stands (not cached against the trusted
+    /// source, not passed on to the next fallback), and its message says what failed first, which is what to fix.
+    @Test func aFallbacksNegativeAnswerSaysWhyTheFallbackWasAsked() async throws {
+        let local = StaticSource(otherwise: .negative(.nameNotFound), name: "cares")
+        let system = StaticSource(otherwise: .addresses(ipv4: ["198.51.100.9"], ipv6: [], ttl: 60), name: "system")
+        let error = await #expect(throws: ResolutionError.self) { try await resolver(fallbacks: [local, system]).resolve(name, families: .ipv4) }
+        #expect(error?.code == .nameNotFound)
+        #expect(error?.ttlSeconds != nil, "a negative answer keeps its TTL")
+        let message = error?.message ?? ""
+        #expect(message.hasPrefix("www.example does not exist"), "\(message)")
+        #expect(message.contains("; cares was asked because the sources before it failed: httpdns: "), "\(message)")
+        #expect(system.queryCount("www.example") == 0)
+    }
+
     /// H3: a private address for a public name is refused, never cached, and the next fallback is asked.
     @Test func aPrivateAnswerIsRefusedNotCachedAndTheNextFallbackAsked() async throws {
         let lying = StaticSource(otherwise: .addresses(ipv4: ["10.1.2.3"], ipv6: [], ttl: 600), name: "cares")

@@ -135,6 +135,10 @@ public final class HostResolver: Sendable {
                 lastFailure = error
                 if error.code == .rejectedByGuard, refusal == nil { refusal = error }
                 failures.append("\(fallback.source.name): \(error.message)")
+            } catch let error as ResolutionError {
+                // The fallback's answer stands, but the trusted source's failure is what there is to fix: say it.
+                let message = "\(error.message); \(fallback.source.name) was asked because the sources before it failed: \(failures.joined(separator: "; "))"
+                throw ResolutionError(error.code, message, ttlSeconds: error.ttlSeconds, verdict: error.verdict)
             }
         }
         guard !fallbacks.isEmpty else { throw lastFailure }
