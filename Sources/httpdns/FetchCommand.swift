@@ -36,6 +36,12 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "A PEM file of certificates to trust besides the system's, for the service and the origin.")
     var cacert: String?
 
+    @Option(name: .customLong("budget-ms"), help: "How long the service may take to resolve the host, over all its addresses (default 2000).")
+    var budgetMs: String?
+
+    @Option(name: .customLong("attempt-timeout-ms"), help: "How long one service address may take, at most the budget (default 1000).")
+    var attemptTimeoutMs: String?
+
     @Option(name: .customLong("dns"), help: "A DNS server for c-ares, IP[:PORT]; repeatable. Default: /etc/resolv.conf.")
     var dnsServers: [String] = []
 
@@ -271,12 +277,17 @@ struct FetchCommand: AsyncParsableCommand {
 
     /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them.
     private func readSettings() async throws -> ResolveSettings {
+        if servers.isEmpty, budgetMs != nil || attemptTimeoutMs != nil {
+            throw usage("--budget-ms and --attempt-timeout-ms time the HTTPDNS service: they need --server")
+        }
         var flags: [String: [String]] = [:]
         flags[ResolveSettings.source.key] = [servers.isEmpty ? "cares" : "auto"]
         flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
         flags[ResolveSettings.serverName.key] = serverName.map { [$0] }
         // The service's keys only with a service: without one, --cacert is for the origin alone.
         flags[ResolveSettings.cacert.key] = servers.isEmpty ? nil : cacert.map { [$0] }
+        flags[ResolveSettings.budgetMs.key] = budgetMs.map { [$0] }
+        flags[ResolveSettings.attemptTimeoutMs.key] = attemptTimeoutMs.map { [$0] }
         flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
         flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
         let environment = ProcessInfo.processInfo.environment

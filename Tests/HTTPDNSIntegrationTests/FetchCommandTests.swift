@@ -39,6 +39,9 @@ struct FetchCommandTests {
         (["http://a.example/", "--adapter", "curl"], "--adapter takes asynchttpclient or urlsession"),
         (["http://a.example/", "--max-redirects=-1"], "--max-redirects takes 0 or more"),
         (["http://a.example/", "--dns", "not-an-address"], "dns"),
+        (["http://a.example/", "--budget-ms", "5000"], "they need --server"),
+        (["http://a.example/", "--server", "https://127.0.0.1:9", "--attempt-timeout-ms", "5000"], "must be at most the budget, --budget-ms (2000 ms)"),
+        (["http://a.example/", "--server", "https://127.0.0.1:9", "--budget-ms", "0"], "--budget-ms"),
     ])
     func badInputExits2SayingWhy(_ arguments: [String], _ fragment: String) async throws {
         let run = try await ChildProcess.run(executable: try ServiceProcess.executablePath(), arguments: ["fetch"] + arguments)
@@ -138,6 +141,12 @@ struct FetchSendingTests {
             let missing = try await stage.fetch([stage.url("missing.test", "/")])
             #expect(missing.status == .exited(1), "\(missing)")
             #expect(missing.stderr.contains("missing.test could not be resolved"), "\(missing)")
+            // The same through a service that is down: the fallback's NXDOMAIN stands, and says why it was asked.
+            let closed = try ClosedTCPPort()
+            let down = try await stage.fetch([stage.url("missing.test", "/"), "--server", "https://127.0.0.1:\(closed.port)", "--fallback", "cares"])
+            #expect(down.status == .exited(1), "\(down)")
+            #expect(down.stderr.contains("missing.test does not exist"), "\(down)")
+            #expect(down.stderr.contains("cares was asked because the sources before it failed: httpdns: https://127.0.0.1:\(closed.port)"), "\(down)")
             // Sent by the origin to a host DNS cannot hold: the origin's fault, exit 1, not bad input.
             let redirected = try await stage.fetch([stage.url("a.test", "/redirect/302/a_b.test/x")])
             #expect(redirected.status == .exited(1), "\(redirected)")

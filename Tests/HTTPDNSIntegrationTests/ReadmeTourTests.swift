@@ -44,9 +44,13 @@ struct ReadmeTourTests {
         let binaries = URL(fileURLWithPath: try ServiceProcess.executablePath()).deletingLastPathComponent().path
         let tourPath = #"export PATH="$PWD/.build/debug:$PATH""#
         #expect(runnable.contains(tourPath))
-        // Whatever the tour started is stopped, however it ends.
+        // Whatever the tour started is stopped, however it ends. `resolve` and `fetch` give the service 10 s, not
+        // the default 1 s an address: the suite's other processes share the machine, and once a loaded CI machine
+        // took longer, so fetch asked its fallback, the system resolver, which knows no tour.test. (The README's
+        // reader runs the commands on a quiet machine, with the defaults.)
         let script = """
             set -euo pipefail
+            export HTTPDNS_BUDGET_MS=10000 HTTPDNS_ATTEMPT_TIMEOUT_MS=10000
             trap 'set +e; jobs -p | xargs -r kill 2>/dev/null; [ -n "${tour:-}" ] && [ -f "$tour/dnsmasq.pid" ] && kill "$(cat "$tour/dnsmasq.pid")" 2>/dev/null; [ -n "${tour:-}" ] && rm -rf "$tour"' EXIT
             cd '\(Self.root.path)'
             \(runnable.replacingOccurrences(of: tourPath, with: "export PATH='\(binaries)':\"$PATH\""))
