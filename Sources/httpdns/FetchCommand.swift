@@ -118,8 +118,10 @@ struct FetchCommand: AsyncParsableCommand {
         case "urlsession": useURLSession = true
         case let other?: throw usage("--adapter takes asynchttpclient or urlsession, not '\(other)'")
         }
+        // Read, and so checked, with --dry-run too: it refuses what sending would.
+        let settings = try await readSettings()
         guard dryRun else {
-            try await send(canonical, fields: fields, canonicalConfiguration: configuration, urlSession: useURLSession)
+            try await send(canonical, settings: settings, fields: fields, canonicalConfiguration: configuration, urlSession: useURLSession)
             return
         }
         // As sent: the Host header first, then the request's fields and the defaults.
@@ -142,11 +144,11 @@ struct FetchCommand: AsyncParsableCommand {
     /// Resolves, sends and prints. A failed request ends with exit code 1, a refused configuration with 2.
     private func send(
         _ canonical: CanonicalRequest,
+        settings: ResolveSettings,
         fields: [CanonicalRequest.Header],
         canonicalConfiguration: CanonicalRequest.Configuration,
         urlSession: Bool
     ) async throws {
-        let settings = try await readSettings()
         // A closed stdout (`| head`) is a write error that ends the request with exit code 1, not a signal.
         signal(SIGPIPE, SIG_IGN)
         let sources: Sources
@@ -275,25 +277,32 @@ struct FetchCommand: AsyncParsableCommand {
         return merged
     }
 
-    /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them.
+    /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them. The
+    /// source, unless `source` (`HTTPDNS_SOURCE`) chooses one: `auto` when a service is set (`--server`, `servers`,
+    /// `HTTPDNS_SERVERS`), else c-ares alone.
     private func readSettings() async throws -> ResolveSettings {
-        if servers.isEmpty, budgetMs != nil || attemptTimeoutMs != nil {
-            throw usage("--budget-ms and --attempt-timeout-ms time the HTTPDNS service: they need --server")
-        }
         var flags: [String: [String]] = [:]
-        flags[ResolveSettings.source.key] = [servers.isEmpty ? "cares" : "auto"]
         flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
         flags[ResolveSettings.serverName.key] = serverName.map { [$0] }
-        // The service's keys only with a service: without one, --cacert is for the origin alone.
-        flags[ResolveSettings.cacert.key] = servers.isEmpty ? nil : cacert.map { [$0] }
         flags[ResolveSettings.budgetMs.key] = budgetMs.map { [$0] }
         flags[ResolveSettings.attemptTimeoutMs.key] = attemptTimeoutMs.map { [$0] }
         flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
         flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
         let environment = ProcessInfo.processInfo.environment
+        let file = environment["HTTPDNS_CONFIG"]
         do {
-            let reader = try SettingsReader(settings: ResolveSettings.table, file: environment["HTTPDNS_CONFIG"], environment: environment, flags: flags)
+            let layers = try SettingsReader(settings: ResolveSettings.table, file: file, environment: environment, flags: flags)
+            let service = !(try await layers.strings(ResolveSettings.servers) ?? []).isEmpty
+            guard service || (serverName == nil && budgetMs == nil && attemptTimeoutMs == nil && fallbacks.isEmpty) else {
+                throw usage("--server-name, --budget-ms, --attempt-timeout-ms and --fallback concern the HTTPDNS service: they need --server")
+            }
+            if try await layers.string(ResolveSettings.source) == nil { flags[ResolveSettings.source.key] = [service ? "auto" : "cares"] }
+            // The service's keys only with a service: without one, --cacert is for the origin alone.
+            if service { flags[ResolveSettings.cacert.key] = cacert.map { [$0] } }
+            let reader = try SettingsReader(settings: ResolveSettings.table, file: file, environment: environment, flags: flags)
             return try await ResolveSettings(reading: reader)
+        } catch let error as ExitCode {
+            throw error
         } catch {
             throw usage("\(error)")
         }

@@ -5,8 +5,17 @@ import Testing
 /// `httpdns fetch --dry-run` as a process: the canonical request as it would be sent, resolving and sending nothing.
 @Suite("httpdns fetch --dry-run, the built executable")
 struct FetchCommandTests {
+    /// Runs `httpdns fetch ARGUMENTS` with `environment` added to the test's own, less any `HTTPDNS_…` variable of
+    /// the test's (a developer's own settings must not change what is asked, or where).
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
+        let executable = try ServiceProcess.executablePath()
+        let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
+        let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        return try await ChildProcess.run(executable: "/usr/bin/env", arguments: unset + assignments + [executable, "fetch"] + arguments)
+    }
+
     func fetch(_ arguments: String...) async throws -> ChildProcess.Completion {
-        try await ChildProcess.run(executable: try ServiceProcess.executablePath(), arguments: ["fetch"] + arguments)
+        try await Self.run(arguments)
     }
 
     @Test func printsTheCanonicalRequestWithItsHostHeaderAndDefaults() async throws {
@@ -40,11 +49,16 @@ struct FetchCommandTests {
         (["http://a.example/", "--max-redirects=-1"], "--max-redirects takes 0 or more"),
         (["http://a.example/", "--dns", "not-an-address"], "dns"),
         (["http://a.example/", "--budget-ms", "5000"], "they need --server"),
-        (["http://a.example/", "--server", "https://127.0.0.1:9", "--attempt-timeout-ms", "5000"], "must be at most the budget, --budget-ms (2000 ms)"),
-        (["http://a.example/", "--server", "https://127.0.0.1:9", "--budget-ms", "0"], "--budget-ms"),
+        (["http://a.example/", "--server-name", "dns.example"], "they need --server"),
+        (["http://a.example/", "--fallback", "cares", "--dry-run"], "they need --server"),
+        (
+            ["http://a.example/", "--server", "https://127.0.0.1:9", "--attempt-timeout-ms", "5000"],
+            "must be at most the budget, --budget-ms (2000 ms)"
+        ),
+        (["http://a.example/", "--server", "https://127.0.0.1:9", "--budget-ms", "0", "--dry-run"], "--budget-ms must be a positive whole number"),
     ])
     func badInputExits2SayingWhy(_ arguments: [String], _ fragment: String) async throws {
-        let run = try await ChildProcess.run(executable: try ServiceProcess.executablePath(), arguments: ["fetch"] + arguments)
+        let run = try await Self.run(arguments)
         #expect(run.status == .exited(2), "\(run)")
         #expect(run.stderr.contains(fragment), "\(run)")
         #expect(run.stdout.isEmpty)
@@ -62,11 +76,8 @@ struct FetchSendingTests {
 
         func url(_ name: String, _ path: String) -> String { "https://\(name):\(origin.port)\(path)" }
 
-        func fetch(_ arguments: [String]) async throws -> ChildProcess.Completion {
-            try await ChildProcess.run(
-                executable: try ServiceProcess.executablePath(),
-                arguments: ["fetch"] + arguments + ["--dns", "\(dns.address)", "--cacert", certificate]
-            )
+        func fetch(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
+            try await FetchCommandTests.run(arguments + ["--dns", "\(dns.address)", "--cacert", certificate], environment: environment)
         }
     }
 
@@ -141,12 +152,16 @@ struct FetchSendingTests {
             let missing = try await stage.fetch([stage.url("missing.test", "/")])
             #expect(missing.status == .exited(1), "\(missing)")
             #expect(missing.stderr.contains("missing.test could not be resolved"), "\(missing)")
-            // The same through a service that is down: the fallback's NXDOMAIN stands, and says why it was asked.
+            // The same through a service that is down, set by the flag or the environment: the fallback's NXDOMAIN
+            // stands, and says why it was asked.
             let closed = try ClosedTCPPort()
-            let down = try await stage.fetch([stage.url("missing.test", "/"), "--server", "https://127.0.0.1:\(closed.port)", "--fallback", "cares"])
-            #expect(down.status == .exited(1), "\(down)")
-            #expect(down.stderr.contains("missing.test does not exist"), "\(down)")
-            #expect(down.stderr.contains("cares was asked because the sources before it failed: httpdns: https://127.0.0.1:\(closed.port)"), "\(down)")
+            let service = "https://127.0.0.1:\(closed.port)"
+            for (flags, environment) in [(["--server", service], [:]), ([], ["HTTPDNS_SERVERS": service])] {
+                let down = try await stage.fetch([stage.url("missing.test", "/"), "--fallback", "cares"] + flags, environment: environment)
+                #expect(down.status == .exited(1), "\(down)")
+                #expect(down.stderr.contains("missing.test does not exist"), "\(down)")
+                #expect(down.stderr.contains("cares was asked because the sources before it failed: httpdns: \(service)"), "\(down)")
+            }
             // Sent by the origin to a host DNS cannot hold: the origin's fault, exit 1, not bad input.
             let redirected = try await stage.fetch([stage.url("a.test", "/redirect/302/a_b.test/x")])
             #expect(redirected.status == .exited(1), "\(redirected)")
