@@ -42,13 +42,16 @@ import Testing
     @Test func aFallbacksNegativeAnswerSaysWhyTheFallbackWasAsked() async throws {
         let local = StaticSource(otherwise: .negative(.nameNotFound), name: "cares")
         let system = StaticSource(otherwise: .addresses(ipv4: ["198.51.100.9"], ipv6: [], ttl: 60), name: "system")
-        let error = await #expect(throws: ResolutionError.self) { try await resolver(fallbacks: [local, system]).resolve(name, families: .ipv4) }
+        let resolver = try resolver(fallbacks: [local, system])
+        let error = await #expect(throws: ResolutionError.self) { try await resolver.resolve(name, families: .ipv4) }
         #expect(error?.code == .nameNotFound)
         #expect(error?.ttlSeconds != nil, "a negative answer keeps its TTL")
         let message = error?.message ?? ""
         #expect(message.hasPrefix("www.example does not exist"), "\(message)")
         #expect(message.contains("; cares was asked because the sources before it failed: httpdns: "), "\(message)")
         #expect(system.queryCount("www.example") == 0)
+        #expect(resolver.trusted.stats.entries == 0, "the trusted cache holds nothing it did not answer")
+        #expect(resolver.fallbacks[0].stats.entries == 1, "the fallback's cache holds its NXDOMAIN")
     }
 
     /// H3: a private address for a public name is refused, never cached, and the next fallback is asked.

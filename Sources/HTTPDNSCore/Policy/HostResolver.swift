@@ -137,7 +137,8 @@ public final class HostResolver: Sendable {
                 failures.append("\(fallback.source.name): \(error.message)")
             } catch let error as ResolutionError {
                 // The fallback's answer stands, but the trusted source's failure is what there is to fix: say it.
-                let message = "\(error.message); \(fallback.source.name) was asked because the sources before it failed: \(failures.joined(separator: "; "))"
+                let why = "\(fallback.source.name) was asked because the sources before it failed: \(failures.joined(separator: "; "))"
+                let message = "\(error.message); \(why)"
                 throw ResolutionError(error.code, message, ttlSeconds: error.ttlSeconds, verdict: error.verdict)
             }
         }
