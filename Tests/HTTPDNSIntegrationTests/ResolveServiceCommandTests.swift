@@ -64,7 +64,7 @@ struct ResolveServiceCommandTests {
             #expect(answer["fallback"] as? Bool == false)
             #expect(answer["verdict"] as? [String: String] == ["level": "ok", "reason": "none"])
             // Without the CA the certificate is not trusted: exit 3, saying so.
-            let untrusted = try await resolve(["bank.test", "--source", source, "--server", scenario.url])
+            let untrusted = try await resolve(["bank.test", "--source", source, "--server", scenario.url] + Self.patient)
             #expect(untrusted.status == .exited(3), "\(untrusted)")
             #expect(untrusted.stderr.contains("certificate"), "\(untrusted)")
         }
@@ -157,6 +157,11 @@ struct ResolveServiceCommandTests {
         BadInput(label: "a CA file that is no PEM", arguments: ["--source", "doh", "--server", "https://127.0.0.1", "--cacert", "/etc/hostname"], fragment: "is not a PEM certificate file"),
         BadInput(label: "a fallback for c-ares alone", arguments: ["--fallback", "system"], fragment: "--fallback applies to --source auto"),
         BadInput(label: "an unknown fallback", arguments: ["--source", "auto", "--server", "https://127.0.0.1", "--fallback", "dot"], fragment: "must be a list of cares or system, not 'dot'"),
+        BadInput(
+            label: "an attempt longer than the budget",
+            arguments: ["--source", "doh", "--server", "https://127.0.0.1", "--attempt-timeout-ms", "5000"],
+            fragment: "must be at most the budget, --budget-ms (2000 ms), not 5000"
+        ),
         BadInput(label: "an unknown source", arguments: ["--source", "dot"], fragment: "--source must be auto, httpdns, doh, cares or system, not 'dot'"),
     ]
 
