@@ -16,8 +16,8 @@ struct FetchCommand: AsyncParsableCommand {
         commandName: "fetch",
         abstract: "Fetch a URL through the interceptor: resolved by HTTPDNS, sent to the address with the real name kept.",
         discussion: """
-            The host is resolved through the policy (--server: the HTTPDNS service first, then the fallbacks; \
-            without: c-ares alone), and the request is sent to its addresses with the URL's name in the Host header, \
+            The host is resolved through the policy (with a service, --server or HTTPDNS_SERVERS: the HTTPDNS \
+            service first, then the fallbacks; without: c-ares alone), and the request is sent to its addresses with the URL's name in the Host header, \
             TLS SNI and the certificate check. Redirects are followed through the same pipeline. --dry-run prints \
             the canonical request and sends nothing. Exit codes: 0 a response arrived (any status); 1 the request \
             failed (resolution, connection, certificate or timeout); 2 bad input.
@@ -277,9 +277,9 @@ struct FetchCommand: AsyncParsableCommand {
         return merged
     }
 
-    /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them. The
-    /// source, unless `source` (`HTTPDNS_SOURCE`) chooses one: `auto` when a service is set (`--server`, `servers`,
-    /// `HTTPDNS_SERVERS`), else c-ares alone.
+    /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them, but for
+    /// the source: with a service (`--server`, `servers`, `HTTPDNS_SERVERS`) it is asked first and the fallbacks
+    /// after it (`auto`), without one c-ares resolves alone. `source` (`HTTPDNS_SOURCE`) is not read.
     private func readSettings() async throws -> ResolveSettings {
         var flags: [String: [String]] = [:]
         flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
@@ -293,12 +293,26 @@ struct FetchCommand: AsyncParsableCommand {
         do {
             let layers = try SettingsReader(settings: ResolveSettings.table, file: file, environment: environment, flags: flags)
             let service = !(try await layers.strings(ResolveSettings.servers) ?? []).isEmpty
-            guard service || (serverName == nil && budgetMs == nil && attemptTimeoutMs == nil && fallbacks.isEmpty) else {
-                throw usage("--server-name, --budget-ms, --attempt-timeout-ms and --fallback concern the HTTPDNS service: they need --server")
+            if !service {
+                // What only the service uses, set with no service to use it: refused, naming where each was set.
+                var stray: [Setting] = []
+                for setting in [ResolveSettings.serverName, ResolveSettings.cacert] where try await layers.string(setting) != nil { stray.append(setting) }
+                for setting in [ResolveSettings.pins, ResolveSettings.fallbacks] where try await layers.strings(setting) != nil { stray.append(setting) }
+                for setting in [ResolveSettings.budgetMs, ResolveSettings.attemptTimeoutMs] where try await layers.int(setting) != nil { stray.append(setting) }
+                if !stray.isEmpty {
+                    let named = stray.map { setting in
+                        let flag = setting.key == ResolveSettings.pins.key ? "" : "\(setting.flag ?? "") "
+                        return "\(flag)(\(setting.key), \(setting.environmentVariable))"
+                    }
+                    throw usage(
+                        "\(named.joined(separator: ", ")) concern the HTTPDNS service, and none is set: "
+                            + "name one with --server (servers, HTTPDNS_SERVERS)"
+                    )
+                }
             }
-            if try await layers.string(ResolveSettings.source) == nil { flags[ResolveSettings.source.key] = [service ? "auto" : "cares"] }
-            // The service's keys only with a service: without one, --cacert is for the origin alone.
-            if service { flags[ResolveSettings.cacert.key] = cacert.map { [$0] } }
+            flags[ResolveSettings.source.key] = [service ? "auto" : "cares"]
+            // --cacert is the service's too when there is one; without one, it is for the origin alone.
+            if service, let cacert { flags[ResolveSettings.cacert.key] = [cacert] }
             let reader = try SettingsReader(settings: ResolveSettings.table, file: file, environment: environment, flags: flags)
             return try await ResolveSettings(reading: reader)
         } catch let error as ExitCode {

@@ -48,9 +48,9 @@ struct FetchCommandTests {
         (["http://a.example/", "--adapter", "curl"], "--adapter takes asynchttpclient or urlsession"),
         (["http://a.example/", "--max-redirects=-1"], "--max-redirects takes 0 or more"),
         (["http://a.example/", "--dns", "not-an-address"], "dns"),
-        (["http://a.example/", "--budget-ms", "5000"], "they need --server"),
-        (["http://a.example/", "--server-name", "dns.example"], "they need --server"),
-        (["http://a.example/", "--fallback", "cares", "--dry-run"], "they need --server"),
+        (["http://a.example/", "--budget-ms", "5000"], "--budget-ms (budgetMs, HTTPDNS_BUDGET_MS) concern the HTTPDNS service, and none is set"),
+        (["http://a.example/", "--server-name", "dns.example"], "name one with --server (servers, HTTPDNS_SERVERS)"),
+        (["http://a.example/", "--fallback", "cares", "--dry-run"], "--fallback (fallbacks, HTTPDNS_FALLBACKS) concern"),
         (
             ["http://a.example/", "--server", "https://127.0.0.1:9", "--attempt-timeout-ms", "5000"],
             "must be at most the budget, --budget-ms (2000 ms)"
@@ -62,6 +62,21 @@ struct FetchCommandTests {
         #expect(run.status == .exited(2), "\(run)")
         #expect(run.stderr.contains(fragment), "\(run)")
         #expect(run.stdout.isEmpty)
+    }
+
+    /// The service's settings from the environment, with no service: refused as the flags are, naming the
+    /// variables; `source` is not fetch's to choose, so a `source` set for `resolve` changes nothing.
+    @Test func theServicesSettingsFromTheEnvironmentNeedAService() async throws {
+        let stray = try await Self.run(
+            ["http://a.example/", "--dry-run"],
+            environment: ["HTTPDNS_ATTEMPT_TIMEOUT_MS": "500", "HTTPDNS_PINS": "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]
+        )
+        #expect(stray.status == .exited(2), "\(stray)")
+        #expect(stray.stderr.contains("(pins, HTTPDNS_PINS), --attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) concern"), "\(stray)")
+        for source in ["cares", "system", "doh"] {
+            let run = try await Self.run(["http://a.example/", "--dry-run", "--server", "https://127.0.0.1:9"], environment: ["HTTPDNS_SOURCE": source])
+            #expect(run.status == .exited(0), "HTTPDNS_SOURCE=\(source): \(run)")
+        }
     }
 }
 
@@ -152,11 +167,11 @@ struct FetchSendingTests {
             let missing = try await stage.fetch([stage.url("missing.test", "/")])
             #expect(missing.status == .exited(1), "\(missing)")
             #expect(missing.stderr.contains("missing.test could not be resolved"), "\(missing)")
-            // The same through a service that is down, set by the flag or the environment: the fallback's NXDOMAIN
-            // stands, and says why it was asked.
+            // The same through a service that is down, set by the flag or the environment (where a `source` set for
+            // `resolve` changes nothing): the fallback's NXDOMAIN stands, and says why it was asked.
             let closed = try ClosedTCPPort()
             let service = "https://127.0.0.1:\(closed.port)"
-            for (flags, environment) in [(["--server", service], [:]), ([], ["HTTPDNS_SERVERS": service])] {
+            for (flags, environment) in [(["--server", service], [:]), ([], ["HTTPDNS_SERVERS": service, "HTTPDNS_SOURCE": "cares"])] {
                 let down = try await stage.fetch([stage.url("missing.test", "/"), "--fallback", "cares"] + flags, environment: environment)
                 #expect(down.status == .exited(1), "\(down)")
                 #expect(down.stderr.contains("missing.test does not exist"), "\(down)")
