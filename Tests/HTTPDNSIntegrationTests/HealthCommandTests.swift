@@ -39,7 +39,7 @@ struct HealthCommandTests {
     func health(_ arguments: [String]) async throws -> ChildProcess.Completion {
         let executable = try ServiceProcess.executablePath()
         let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
-        let patience = arguments.contains("--timeout-ms") ? [] : ["--timeout-ms", "10000"]
+        let patience = arguments.contains { $0 == "--timeout-ms" || $0.hasPrefix("--timeout-ms=") } ? [] : ["--timeout-ms", "10000"]
         return try await ChildProcess.run(executable: "/usr/bin/env", arguments: unset + [executable, "health"] + arguments + patience)
     }
 
@@ -137,7 +137,10 @@ struct HealthCommandTests {
     /// A certificate for a name, not the address: it is checked against `--server-name`, as the clients check it.
     @Test func theCertificateMustHoldTheServerName() async throws {
         try await withScenario(subjectAltName: "DNS:dns.test") { scenario in
-            let base = ["--server", scenario.url, "--cacert", scenario.certificate, "--host", "bank.test", "--allow-private", ".test", "--json"]
+            let base = [
+                "--server", scenario.url, "--cacert", scenario.certificate, "--dns", scenario.honest.address.description, "--host", "bank.test",
+                "--allow-private", ".test", "--json",
+            ]
             let named = try await health(base + ["--server-name", "dns.test"])
             #expect(named.status == .exited(0), "\(named)")
             let misnamed = try await health(base + ["--server-name", "other.test"])
@@ -169,7 +172,7 @@ struct HealthCommandTests {
         try await withScenario { scenario in
             let run = try await health([
                 "--server", scenario.url, "--cacert", scenario.certificate, "--pin", "sha256//\(String(repeating: "A", count: 43))=",
-                "--host", "bank.test", "--json",
+                "--dns", scenario.honest.address.description, "--host", "bank.test", "--allow-private", ".test", "--json",
             ])
             #expect(run.status == .exited(1), "\(run)")
             let service = try #require((try object(run)["services"] as? [[String: Any]])?.first)
@@ -182,12 +185,13 @@ struct HealthCommandTests {
 
     @Test func aCertificateCloseToExpiryDegrades() async throws {
         try await withScenario(certificateDays: 1) { scenario in
-            let run = try await health(["--server", scenario.url, "--cacert", scenario.certificate, "--host", "bank.test", "--json"])
+            let base = ["--server", scenario.url, "--cacert", scenario.certificate, "--dns", scenario.honest.address.description, "--host", "bank.test"]
+            let run = try await health(base + ["--allow-private", ".test", "--json"])
             #expect(run.status == .exited(1), "\(run)")
             let report = try object(run)
             #expect((report["reasons"] as? [String])?.contains { $0.contains("expires in 0 days") } == true, "\(report)")
             // A warning threshold of one day: still within it, since less than a whole day is left.
-            let lenient = try await health(["--server", scenario.url, "--cacert", scenario.certificate, "--host", "bank.test", "--warn-days", "1"])
+            let lenient = try await health(base + ["--allow-private", ".test", "--warn-days", "1"])
             #expect(lenient.status == .exited(1), "\(lenient)")
         }
     }
