@@ -50,7 +50,8 @@ struct ReadmeTourTests {
         // longer, so fetch asked its fallback, the system resolver, which knows no tour.test. `resolve` and `fetch`
         // read theirs from the environment; `health` reads HTTPDNS_TIMEOUT_MS, set on its line alone (`resolve
         // --source httpdns` refuses that one, a c-ares setting). The README's reader runs the commands on a quiet
-        // machine, with the defaults; the library's lookup, `httpdns-tour`, keeps them.
+        // machine, with the defaults. The library's lookup, `httpdns-tour`, keeps them: scripts/test.sh runs this
+        // test alone, after the other suites.
         let script = """
             set -euo pipefail
             export HTTPDNS_BUDGET_MS=10000 HTTPDNS_ATTEMPT_TIMEOUT_MS=10000
