@@ -49,6 +49,18 @@ public struct SettingsReader: Sendable {
         try await read(setting) { try await reader.fetchBool(forKey: ConfigKey([setting.key]), isSecret: setting.isSecret) }
     }
 
+    /// Whether any place sets `setting`: its value read as its kind says, and so checked.
+    public func isSet(_ setting: Setting) async throws(SettingError) -> Bool {
+        switch setting.kind {
+        case .flag: try await bool(setting) != nil
+        case .positiveInteger, .seconds: try await int(setting) != nil
+        case .nonNegativeNumber: try await double(setting) != nil
+        case .accounts: try await accounts(setting) != nil
+        case let kind where kind.isList: try await strings(setting) != nil
+        default: try await string(setting) != nil
+        }
+    }
+
     /// The accounts of an ``SettingKind/accounts`` setting, by id.
     public func accounts(_ setting: Setting) async throws(SettingError) -> [String: SettingKind.Account]? {
         let bytes = try await read(setting) { try await reader.fetchBytes(forKey: ConfigKey([setting.key]), isSecret: true) }

@@ -17,8 +17,8 @@ struct FetchCommand: AsyncParsableCommand {
         abstract: "Fetch a URL through the interceptor: resolved by HTTPDNS, sent to the address with the real name kept.",
         discussion: """
             The host is resolved through the policy (with a service, --server or HTTPDNS_SERVERS: the HTTPDNS \
-            service first, then the fallbacks; without: c-ares alone), and the request is sent to its addresses with the URL's name in the Host header, \
-            TLS SNI and the certificate check. Redirects are followed through the same pipeline. --dry-run prints \
+            service first, then the fallbacks; without: c-ares alone), and the request is sent to its addresses \
+            with the URL's name in the Host header, TLS SNI and the certificate check. Redirects are followed through the same pipeline. --dry-run prints \
             the canonical request and sends nothing. Exit codes: 0 a response arrived (any status); 1 the request \
             failed (resolution, connection, certificate or timeout); 2 bad input.
             """
@@ -277,6 +277,12 @@ struct FetchCommand: AsyncParsableCommand {
         return merged
     }
 
+    /// The settings only the service uses, in the order an error names them.
+    private static let serviceSettings = [
+        ResolveSettings.serverName, ResolveSettings.cacert, ResolveSettings.pins, ResolveSettings.fallbacks, ResolveSettings.budgetMs,
+        ResolveSettings.attemptTimeoutMs,
+    ]
+
     /// The resolver's settings from the flags over the environment over the file, as `resolve` reads them, but for
     /// the source: with a service (`--server`, `servers`, `HTTPDNS_SERVERS`) it is asked first and the fallbacks
     /// after it (`auto`), without one c-ares resolves alone. `source` (`HTTPDNS_SOURCE`) is not read.
@@ -296,9 +302,7 @@ struct FetchCommand: AsyncParsableCommand {
             if !service {
                 // What only the service uses, set with no service to use it: refused, naming where each was set.
                 var stray: [Setting] = []
-                for setting in [ResolveSettings.serverName, ResolveSettings.cacert] where try await layers.string(setting) != nil { stray.append(setting) }
-                for setting in [ResolveSettings.pins, ResolveSettings.fallbacks] where try await layers.strings(setting) != nil { stray.append(setting) }
-                for setting in [ResolveSettings.budgetMs, ResolveSettings.attemptTimeoutMs] where try await layers.int(setting) != nil { stray.append(setting) }
+                for setting in Self.serviceSettings where try await layers.isSet(setting) { stray.append(setting) }
                 if !stray.isEmpty {
                     let named = stray.map { setting in
                         let flag = setting.key == ResolveSettings.pins.key ? "" : "\(setting.flag ?? "") "

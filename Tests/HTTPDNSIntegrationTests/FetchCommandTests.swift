@@ -5,13 +5,9 @@ import Testing
 /// `httpdns fetch --dry-run` as a process: the canonical request as it would be sent, resolving and sending nothing.
 @Suite("httpdns fetch --dry-run, the built executable")
 struct FetchCommandTests {
-    /// Runs `httpdns fetch ARGUMENTS` with `environment` added to the test's own, less any `HTTPDNS_…` variable of
-    /// the test's (a developer's own settings must not change what is asked, or where).
+    /// `httpdns fetch ARGUMENTS`, without the test's own `HTTPDNS_…` variables.
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
-        let executable = try ServiceProcess.executablePath()
-        let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
-        let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        return try await ChildProcess.run(executable: "/usr/bin/env", arguments: unset + assignments + [executable, "fetch"] + arguments)
+        try await ServiceProcess.runCommand("fetch", arguments, environment: environment)
     }
 
     func fetch(_ arguments: String...) async throws -> ChildProcess.Completion {

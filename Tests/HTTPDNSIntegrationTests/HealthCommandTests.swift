@@ -37,10 +37,8 @@ struct HealthCommandTests {
     /// the arguments say otherwise: the default 2 s is for a quiet machine, and the suite's other processes share
     /// this one. (The tests of what never answers set `--timeout-ms` of their own.)
     func health(_ arguments: [String]) async throws -> ChildProcess.Completion {
-        let executable = try ServiceProcess.executablePath()
-        let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
         let patience = arguments.contains { $0 == "--timeout-ms" || $0.hasPrefix("--timeout-ms=") } ? [] : ["--timeout-ms", "10000"]
-        return try await ChildProcess.run(executable: "/usr/bin/env", arguments: unset + [executable, "health"] + arguments + patience)
+        return try await ServiceProcess.runCommand("health", arguments + patience)
     }
 
     func object(_ completion: ChildProcess.Completion) throws -> [String: Any] {

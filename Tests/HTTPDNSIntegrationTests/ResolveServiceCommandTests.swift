@@ -40,10 +40,7 @@ struct ResolveServiceCommandTests {
     /// Runs `httpdns resolve ARGUMENTS` with `environment` added to the test's own, less any `HTTPDNS_…` variable of
     /// the test's (a developer's own settings must not change what is asked, or where).
     func resolve(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
-        let executable = try ServiceProcess.executablePath()
-        let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
-        let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        return try await ChildProcess.run(executable: "/usr/bin/env", arguments: unset + assignments + [executable, "resolve"] + arguments)
+        try await ServiceProcess.runCommand("resolve", arguments, environment: environment)
     }
 
     func object(_ completion: ChildProcess.Completion) throws -> [String: Any] {
