@@ -51,7 +51,11 @@ public final class ServiceProcess: Sendable {
 
     /// Runs `httpdns COMMAND ARGUMENTS` to its end, with `environment` added to the test's own, less any `HTTPDNS_…`
     /// variable of the test's: a developer's own settings must not change what is asked, or where.
-    public static func runCommand(_ command: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcess.Completion {
+    public static func runCommand(
+        _ command: String,
+        _ arguments: [String],
+        environment: [String: String] = [:]
+    ) async throws -> ChildProcess.Completion {
         let executable = try executablePath()
         let unset = ProcessInfo.processInfo.environment.keys.filter { $0.hasPrefix("HTTPDNS_") }.sorted().flatMap { ["-u", $0] }
         let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
