@@ -121,6 +121,34 @@ struct DoHRelayTests {
         }
     }
 
+    /// JSON DNS writes each record's data as `dig` presents the same record: TXT with its dots and spaces as they
+    /// are (an escaped `\.` in TXT was a bug the compiler warned about), names fully qualified, the fields in order.
+    @Test func jsonDNSPresentsRecordsAsDigDoes() async throws {
+        let records = OtherTypeRecords.lines + [
+            #"txt-record=spf.test,"v=spf1 include:_spf.example.com ~all""#,
+            #"txt-record=strings.test,"a.b c","d;e""#,
+        ]
+        try await withDNSMasq(records: records) { dns in
+            let server = try await ServiceProcess.start(["--upstream", dns.address.description], environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"])
+            defer { server.stop() }
+            for (name, type) in [("spf.test", "TXT"), ("strings.test", "TXT"), ("txt.test", "TXT"), ("mail.test", "MX"), ("_sip._tcp.srv.test", "SRV"), ("alias.test", "CNAME")] {
+                let dig = try await ChildProcess.run(
+                    executable: try Self.tool("dig"), arguments: ["+short", "@\(dns.address.ip)", "-p", "\(dns.address.port)", name, type]
+                )
+                #expect(dig.status == .exited(0), "\(dig)")
+                let expected = dig.stdout.split(separator: "\n").map(String.init).sorted()
+                #expect(!expected.isEmpty, "dig found no \(type) for \(name)")
+                let run = try await ChildProcess.run(
+                    executable: try Self.tool("curl"), arguments: ["-s", "http://127.0.0.1:\(server.port)/dns-query?name=\(name)&type=\(type)"]
+                )
+                #expect(run.status == .exited(0), "\(run)")
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
+                let answers = try #require(json["Answer"] as? [[String: Any]], "\(run.stdout)")
+                #expect(answers.compactMap { $0["data"] as? String }.sorted() == expected, "\(name) \(type): \(run.stdout)")
+            }
+        }
+    }
+
     /// Cache-Control never outlives the records (RFC 8484 §5.1), though the cache keeps an answer at least 5 s.
     @Test func cacheControlIsNeverLongerThanTheRecordsTTL() async throws {
         try await withDNSMasq(records: OtherTypeRecords.lines + ["local-ttl=1"]) { dns in

@@ -28,6 +28,8 @@ import Testing
         (record(.a, [1, 2, 3]), ##"\# 3 010203"##),
         (record(.cname, [3, 97, 46, 98, 0]), #"a\.b."#),
         (record(.txt, [1, 0x07]), #""\007""#),
+        // Inside quotes a dot or a space is text, as dig prints it; in a name it would split a label.
+        (record(.txt, [31] + Array("v=spf1 include:_spf.example.com".utf8)), #""v=spf1 include:_spf.example.com""#),
     ])
     func writesEachType(_ record: DNSMessage.Record, _ expected: String) {
         #expect(RecordPresentation.text(record) == expected)

@@ -76,7 +76,10 @@ public enum RecordPresentation {
             for byte in bytes {
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): text += "\\" + String(UnicodeScalar(byte))
-                case UInt8(ascii: "."), UInt8(ascii: " ") where !quoting: text += "\\" + String(UnicodeScalar(byte))
+                // Inside quotes (character strings) dots and spaces are plain text, as `dig` prints them; in a name
+                // they would split a label, so they are escaped. One `where` per pattern: a `where` binds only to
+                // the pattern before it.
+                case UInt8(ascii: ".") where !quoting, UInt8(ascii: " ") where !quoting: text += "\\" + String(UnicodeScalar(byte))
                 case 0x20...0x7E: text.unicodeScalars.append(UnicodeScalar(byte))
                 default: text += "\\" + String(byte).leftPadded(3, with: "0")
                 }
