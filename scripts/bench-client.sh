@@ -4,7 +4,8 @@
 #     cache is cold too) against c-ares straight to the service's own upstream;
 #   - pre-resolution of NAMES names through HostResolver: /resolve batches, /d, DoH (time and HTTP requests);
 #   - cached lookups through HostResolver against ResolverCache hits.
-# Usage: scripts/bench-client.sh [NAMES_PER_ROUND] [IN_FLIGHT] [PRERESOLVE_NAMES]   (HTTPDNS_BIN=… for another binary)
+# Usage: scripts/bench-client.sh [NAMES_PER_ROUND] [IN_FLIGHT] [PRERESOLVE_NAMES]
+#   (HTTPDNS_BIN=… for another httpdns to serve, HTTPDNS_BENCH_BIN=… for another httpdns-bench)
 set -euo pipefail
 per_round=${1:-2000}
 inflight=${2:-64}
@@ -27,6 +28,12 @@ if [ -n "${HTTPDNS_BIN:-}" ]; then
 else
   (cd "$here" && swift build -c release --product httpdns >/dev/null)
   httpdns="$here/.build/release/httpdns"
+fi
+if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
+  bench=$HTTPDNS_BENCH_BIN
+else
+  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
+  bench="$here/.build/release/httpdns-bench"
 fi
 
 # Distinct names: the cold rounds take none twice, and pre-resolution has names of its own.
@@ -55,9 +62,9 @@ port=$(sed -n 's/.*port=\([0-9]*\).*listening.*/\1/p' "$work/serve.log" | head -
 [ -n "$port" ] || { echo "bench-client: httpdns serve did not start:" >&2; cat "$work/serve.log" >&2; exit 1; }
 
 echo "== cold lookups: HTTPDNS clients against c-ares, one upstream (dnsmasq at 127.0.0.78:$dns_port)"
-"$httpdns" bench client --dns "127.0.0.78:$dns_port" --server "https://127.0.0.1:$port" --cacert "$work/cert.pem" \
+"$bench" client --dns "127.0.0.78:$dns_port" --server "https://127.0.0.1:$port" --cacert "$work/cert.pem" \
   --names-file "$work/cold.txt" --names "$per_round" --rounds "$rounds" --concurrency "$inflight"
 echo "== pre-resolution"
-"$httpdns" bench preresolve --server "https://127.0.0.1:$port" --cacert "$work/cert.pem" --names-file "$work/pre.txt" --names "$preresolve"
+"$bench" preresolve --server "https://127.0.0.1:$port" --cacert "$work/cert.pem" --names-file "$work/pre.txt" --names "$preresolve"
 echo "== cached lookups through the policy"
-"$httpdns" bench policy
+"$bench" policy

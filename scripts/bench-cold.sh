@@ -3,7 +3,7 @@
 #   dnsperf (the ceiling), httpdns through c-ares, and getaddrinfo on a thread pool.
 # Prints each rate and the ratios. Needs root (unbound on port 53 of 127.0.0.77, so that a resolv.conf can
 # point glibc at it, and a private mount namespace for that resolv.conf) and Debian's unbound and dnsperf.
-# Usage: scripts/bench-cold.sh [NAMES] [IN_FLIGHT]    (HTTPDNS_BIN=… to use another httpdns binary)
+# Usage: scripts/bench-cold.sh [NAMES] [IN_FLIGHT]    (HTTPDNS_BENCH_BIN=… to use another httpdns-bench binary)
 set -euo pipefail
 names=${1:-50000}
 inflight=${2:-64}
@@ -21,11 +21,11 @@ for tool in unbound dnsperf unshare python3; do
   command -v "$tool" >/dev/null || { echo "bench-cold: $tool is missing (apt-get install unbound dnsperf)" >&2; exit 2; }
 done
 
-if [ -n "${HTTPDNS_BIN:-}" ]; then
-  httpdns=$HTTPDNS_BIN
+if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
+  bench=$HTTPDNS_BENCH_BIN
 else
-  (cd "$here" && swift build -c release --product httpdns >/dev/null)
-  httpdns="$here/.build/release/httpdns"
+  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
+  bench="$here/.build/release/httpdns-bench"
 fi
 
 python3 - "$work" "$names" <<'PY'
@@ -70,12 +70,12 @@ done
 printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$address" > "$work/resolv.conf"
 
 dnsperf_qps=$(dnsperf -s "$address" -p 53 -d "$work/names.txt" -n 1 -q "$inflight" -c 1 2>&1 | awk '/Queries per second/ {print $4}')
-cares_json=$("$httpdns" bench cold --resolver cares --dns "$address:53" --names-file "$work/names.txt" --concurrency "$inflight" --json)
-gai_json=$(unshare -m sh -c "mount --bind '$work/resolv.conf' /etc/resolv.conf && exec '$httpdns' bench cold --resolver getaddrinfo --names-file '$work/names.txt' --concurrency '$inflight' --json")
+cares_json=$("$bench" cold --resolver cares --dns "$address:53" --names-file "$work/names.txt" --concurrency "$inflight" --json)
+gai_json=$(unshare -m sh -c "mount --bind '$work/resolv.conf' /etc/resolv.conf && exec '$bench' cold --resolver getaddrinfo --names-file '$work/names.txt' --concurrency '$inflight' --json")
 # Also at the size of a default blocking-I/O pool (SwiftNIO's NIOThreadPool, which its getaddrinfo resolver uses,
 # has one thread per core): what a backend resolving through getaddrinfo typically gets.
 cores=$(nproc)
-gai_pool_json=$(unshare -m sh -c "mount --bind '$work/resolv.conf' /etc/resolv.conf && exec '$httpdns' bench cold --resolver getaddrinfo --names-file '$work/names.txt' --concurrency '$cores' --json")
+gai_pool_json=$(unshare -m sh -c "mount --bind '$work/resolv.conf' /etc/resolv.conf && exec '$bench' cold --resolver getaddrinfo --names-file '$work/names.txt' --concurrency '$cores' --json")
 
 python3 - "$dnsperf_qps" "$cares_json" "$gai_json" "$names" "$inflight" "$gai_pool_json" "$cores" <<'PY'
 import json, sys

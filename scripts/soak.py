@@ -316,10 +316,10 @@ def start_service(args, work, processes):
 
 
 def client_soak(args, work, service, processes):
-    """The library client: `httpdns bench soak-client` (HostResolver through the service) for MINUTES, with the
+    """The library client: `httpdns-bench soak-client` (HostResolver through the service) for MINUTES, with the
     service killed (SIGKILL) and started again halfway. Every lookup must be answered, stale while the service is
     away."""
-    client = subprocess.Popen([args.httpdns, "bench", "soak-client", "--server", f"https://{SERVICE_IP}:{SERVICE_PORT}",
+    client = subprocess.Popen([args.httpdns_bench, "soak-client", "--server", f"https://{SERVICE_IP}:{SERVICE_PORT}",
                                "--cacert", f"{work}/cert.pem", "--seconds", str(args.minutes * 60)],
                               stdout=subprocess.PIPE, text=True)
     processes.append(client)
@@ -428,6 +428,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("minutes", type=int)
     parser.add_argument("--httpdns", required=True)
+    parser.add_argument("--httpdns-bench", help="the httpdns-bench binary, for --client")
     parser.add_argument("--h2-connections", type=int, default=4)
     parser.add_argument("--h2-streams", type=int, default=4, help="requests in flight on each HTTP/2 connection")
     parser.add_argument("--h1-connections", type=int, default=4)
@@ -442,6 +443,8 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.minutes < 2:
         parser.error("at least 2 minutes: the first is the baseline for memory")
+    if args.client and not args.httpdns_bench:
+        parser.error("--client needs --httpdns-bench")
 
     with tempfile.TemporaryDirectory(prefix="httpdns-soak.") as work:
         with open(f"{work}/dnsmasq.conf", "w") as conf:

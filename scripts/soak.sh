@@ -6,7 +6,8 @@
 # Everything listens on 127.0.0.96-97. Needs dnsmasq, h2load, dig, curl, openssl and python's h2
 # (scripts/install-deps.sh --bench). Usage: scripts/soak.sh [MINUTES] [--client] [soak.py options…]
 # (HTTPDNS_BIN=… to use another httpdns binary). --client soaks the library instead: HostResolver lookups through
-# the service, which is stopped and started again halfway.
+# the service, which is stopped and started again halfway, by `httpdns-bench soak-client` (HTTPDNS_BENCH_BIN=… to
+# use another httpdns-bench binary).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 minutes=10
@@ -19,4 +20,12 @@ if [ -z "${HTTPDNS_BIN:-}" ]; then
   (cd "$here" && swift build -c release --product httpdns >/dev/null)
   HTTPDNS_BIN="$here/.build/release/httpdns"
 fi
-PATH="$PATH:/usr/sbin" exec python3 "$here/scripts/soak.py" "$minutes" --httpdns "$HTTPDNS_BIN" "$@"
+bench=()
+if [[ " $* " == *" --client "* ]]; then
+  if [ -z "${HTTPDNS_BENCH_BIN:-}" ]; then
+    (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
+    HTTPDNS_BENCH_BIN="$here/.build/release/httpdns-bench"
+  fi
+  bench=(--httpdns-bench "$HTTPDNS_BENCH_BIN")
+fi
+PATH="$PATH:/usr/sbin" exec python3 "$here/scripts/soak.py" "$minutes" --httpdns "$HTTPDNS_BIN" "${bench[@]}" "$@"

@@ -243,8 +243,8 @@ struct BenchServiceOptions: ParsableArguments {
     func connection() throws -> ServiceConnection {
         var connection = ServiceConnection(servers: [try ServiceEndpoint(parsing: server)])
         connection.extraTrustRootsPEMFile = cacert
-        connection.budgetMs = 10_000
-        connection.attemptTimeoutMs = 10_000
+        connection.budget = .seconds(10)
+        connection.attemptTimeout = .seconds(10)
         return connection
     }
 

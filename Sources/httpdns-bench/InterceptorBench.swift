@@ -100,7 +100,7 @@ struct InterceptorBench: AsyncParsableCommand {
     }
 
     var commandLine: String {
-        "httpdns bench interceptor --requests \(requests) --concurrency \(concurrency) --rounds \(rounds) --hosts \(hosts)" + (control ? " --control" : "")
+        "httpdns-bench interceptor --requests \(requests) --concurrency \(concurrency) --rounds \(rounds) --hosts \(hosts)" + (control ? " --control" : "")
     }
 
     func run() async throws {
@@ -135,7 +135,7 @@ struct InterceptorBench: AsyncParsableCommand {
             var client = HTTPClient.Configuration(
                 tlsConfiguration: tls,
                 redirectConfiguration: .disallow,
-                timeout: .init(connect: configuration.connectTimeout, read: configuration.readTimeout),
+                timeout: .init(connect: TimeAmount(configuration.connectTimeout), read: TimeAmount(configuration.readTimeout)),
                 decompression: .disabled
             )
             client.connectionPool.retryConnectionEstablishment = false

@@ -11,13 +11,13 @@ struct HTTPDNSCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "httpdns",
         abstract: "Resolve names without trusting the local network's DNS.",
-        subcommands: [ResolveCommand.self, ServeCommand.self, HealthCommand.self, FetchCommand.self, BenchCommand.self]
+        subcommands: [ResolveCommand.self, ServeCommand.self, HealthCommand.self, FetchCommand.self]
     )
 
     /// Runs the command, mapping argument errors to exit code 2 as the command-line contract says
     /// (swift-argument-parser's own default is 64).
     static func main() async {
-        // Logs go to stderr: stdout carries results (`resolve --json`, benchmark figures).
+        // Logs go to stderr: stdout carries results (`resolve --json`, `fetch`'s body).
         LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
         do {
             var command = try parseAsRoot()
