@@ -20,6 +20,11 @@ let package = Package(
         .library(name: "HTTPDNSSettings", targets: ["HTTPDNSSettings"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
     ],
+    traits: [
+        // The entry points of the fuzz targets in Fuzz/ (raw bytes into the service's connections), and NIOEmbedded
+        // under them. Fuzz/Package.swift enables it; no default build compiles them.
+        .trait(name: "Fuzzing", description: "Compile the fuzz entry points that Fuzz/ drives."),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -54,6 +59,7 @@ let package = Package(
                 "HTTPDNSSynchronization",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Wire formats shared by the service and its clients: DNS messages, the native API's models and
@@ -75,6 +81,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // What every client of ours shares on SwiftNIO and AsyncHTTPClient, below both the HTTPS sources and the
+        // interceptor: the race of an operation against a deadline, the one classifier of certificate errors, and
+        // what an owner of clients does when it is dropped unshut. `package` access only.
+        .target(
+            name: "HTTPDNSNetworking",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         // Clients of an HTTPDNS service over HTTPS, addressed by IP: the native API (and, next, DoH and JSON DNS),
         // with failover between the service's addresses.
         .target(
@@ -82,6 +100,7 @@ let package = Package(
             dependencies: [
                 "HTTPDNSSynchronization",
                 "HTTPDNSCore",
+                "HTTPDNSNetworking",
                 "HTTPDNSWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -89,6 +108,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The service's own connections: the HTTP/1.1 front and the HTTP/2 connection, which answer cache hits on
@@ -102,7 +122,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
+                // Only for the fuzz entry points (TransportFuzzing), which the trait `Fuzzing` builds.
+                .product(name: "NIOEmbedded", package: "swift-nio", condition: .when(traits: ["Fuzzing"])),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -134,8 +155,8 @@ let package = Package(
             name: "HTTPDNSInterceptor",
             dependencies: [
                 "HTTPDNSSynchronization",
-                "HTTPDNSClient",
                 "HTTPDNSCore",
+                "HTTPDNSNetworking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -144,6 +165,7 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The URLSession adapter: a FoundationNetworking URLProtocol that forwards through the interceptor, its own
@@ -189,22 +211,22 @@ let package = Package(
             ]
         ),
         // Test support: a manual clock, scripted and static sources, and starters for real peers (dnsmasq, the
-        // service as a process). The benchmarks of `httpdns bench` use its static source too.
+        // service as a process). The benchmarks of `httpdns-bench` use its static source too.
         .target(
             name: "HTTPDNSTesting",
-            dependencies: ["HTTPDNSSynchronization", "HTTPDNSCore"]
+            dependencies: ["HTTPDNSSynchronization", "HTTPDNSCore", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "httpdns",
             dependencies: [
                 "HTTPDNSSynchronization",
                 "HTTPDNSCore",
+                "HTTPDNSNetworking",
                 "HTTPDNSInterceptor",
                 "HTTPDNSURLSession",
                 "HTTPDNSCAres",
                 "HTTPDNSServer",
                 "HTTPDNSSettings",
-                "HTTPDNSTesting",
                 "HTTPDNSWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -215,6 +237,27 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The benchmarks (`httpdns-bench cache|cold|…`, docs/PERFORMANCE.md): an executable target, not a product, so
+        // that `httpdns` neither ships them nor links the test support. `swift build` builds it.
+        .executableTarget(
+            name: "httpdns-bench",
+            dependencies: [
+                "HTTPDNSSynchronization",
+                "HTTPDNSCAres",
+                "HTTPDNSClient",
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                "HTTPDNSTesting",
+                "HTTPDNSWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // A backend that links the libraries and exports their metrics both ways (docs/METRICS.md); built with
@@ -264,6 +307,7 @@ let package = Package(
                 "HTTPDNSInterceptor",
                 "HTTPDNSCore",
                 "HTTPDNSTesting",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -280,6 +324,7 @@ let package = Package(
                 "HTTPDNSCore",
                 "HTTPDNSTesting",
                 "HTTPDNSWire",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]

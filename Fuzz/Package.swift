@@ -10,7 +10,7 @@ let parent = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletin
 let package = Package(
     name: "swift-httpdns-fuzz",
     dependencies: [
-        .package(path: ".."),
+        .package(path: "..", traits: ["Fuzzing"]),
         // The reference the differential HTTP/2 target holds the service's connection against; the same version the
         // package itself resolves.
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),

@@ -24,9 +24,14 @@ targets=(FuzzDNSMessage FuzzNativeJSON FuzzCacheControl FuzzCanonicalRequest Fuz
 
 echo "fuzz: building ${targets[*]} (debug, -sanitize=fuzzer,address)" >&2
 # Product by product: building everything would also link the package's own executables with libFuzzer.
+# The build's warnings are checked like the package's own build's: the fuzz entry points are built only here (the
+# package trait `Fuzzing`).
+build_log=$(mktemp)
 for target in "${targets[@]}"; do
-  (cd "$here/Fuzz" && swift build -c debug -Xswiftc -sanitize=fuzzer,address --product "$target" >&2)
+  (cd "$here/Fuzz" && swift build -c debug -Xswiftc -sanitize=fuzzer,address --product "$target" 2>&1 | tee -a "$build_log" >&2)
 done
+"$here/scripts/check-warnings.sh" "$build_log" >&2
+rm -f "$build_log"
 bin="$here/Fuzz/.build/debug"
 scratch=$(mktemp -d /tmp/httpdns-fuzz.XXXXXX)
 echo "fuzz: scratch corpus and findings in $scratch" >&2

@@ -3,7 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build --build-tests
+# Every warning of the package's own code fails the run (scripts/check-warnings.sh), in the debug build the tests
+# use and in a release build of the products.
+build_log=$(mktemp)
+swift build --build-tests 2>&1 | tee "$build_log"
+swift build -c release 2>&1 | tee -a "$build_log"
+scripts/check-warnings.sh "$build_log"
+rm -f "$build_log"
+# docs/MODULES.md names every target and its dependencies as Package.swift declares them.
+scripts/check-modules.sh
 
 # `swift test --skip-build ARGS...` under a time limit (HTTPDNS_TEST_TIMEOUT seconds, 25 minutes by default; a
 # full run takes about 5). A run that outlives it is stopped, with every process it started, and the tests that

@@ -89,7 +89,7 @@ final class CAresEventLoop: @unchecked Sendable {
         // ends the lookup with ARES_ECONNREFUSED, so they would read as "unreachable". With a single server
         // there is no failover to lose: let those answers through so they map to refused / serverFailure.
         if configuration.servers.count == 1 { options.flags |= ARES_FLAG_NOCHECKRESP }
-        options.timeout = Int32(clamping: configuration.timeoutMs)
+        options.timeout = configuration.timeoutMilliseconds
         options.tries = Int32(clamping: configuration.tries)
         options.sock_state_cb = { data, socket, readable, writable in
             let loop = Unmanaged<CAresEventLoop>.fromOpaque(data!).takeUnretainedValue()

@@ -30,9 +30,9 @@ public final class CAresSource: ResolutionSource, MessageRelaying {
         public var servers: [DNSServerAddress] = []
         /// UDP (default) or TCP.
         public var transport: Transport = .udp
-        /// How long the first try waits for an answer; c-ares doubles it on each round through the servers.
-        /// Default 1,000 ms.
-        public var timeoutMs: Int = 1000
+        /// How long the first try waits for an answer, in whole milliseconds (c-ares's unit; a fraction is
+        /// dropped); c-ares doubles it on each round through the servers. Default 1,000 ms.
+        public var timeout: Duration = .milliseconds(1000)
         /// How many times each server is tried. Default 2.
         public var tries: Int = 2
         /// The name used in stats, logs and metric dimensions. Default `cares`.
@@ -46,8 +46,8 @@ public final class CAresSource: ResolutionSource, MessageRelaying {
         /// Checks the timeout and tries.
         /// - Throws: `ConfigurationError` naming the first setting that cannot work.
         public func validate() throws(ConfigurationError) {
-            guard timeoutMs > 0 else {
-                throw ConfigurationError(key: "timeoutMs", reason: "must be a positive number of milliseconds, not \(timeoutMs)")
+            guard timeout >= .milliseconds(1) else {
+                throw ConfigurationError(key: "timeout", reason: "must be at least 1 ms, not \(timeout)")
             }
             guard tries > 0 else {
                 throw ConfigurationError(key: "tries", reason: "must be at least 1, not \(tries)")
@@ -56,6 +56,9 @@ public final class CAresSource: ResolutionSource, MessageRelaying {
                 throw ConfigurationError(key: "name", reason: "must not be empty: it names the source in stats, logs and metrics")
             }
         }
+
+        /// ``timeout`` in c-ares's whole milliseconds.
+        var timeoutMilliseconds: Int32 { Int32(clamping: timeout.clampedMilliseconds) }
     }
 
     public let configuration: Configuration

@@ -3,7 +3,7 @@ import HTTPDNSWire
 import Logging
 import NIOCore
 
-/// Resolves through JSON DNS (`application/dns-json`, WIRE-FORMATS.md §3) to a service addressed by IP:
+/// Resolves through JSON DNS (`application/dns-json`, docs/WIRE-FORMATS.md §3) to a service addressed by IP:
 /// `GET /dns-query?name=…&type=A|AAAA`, one request per family.
 ///
 /// The same failover, budget, cool-downs and TLS rules as ``NativeServiceSource``. The answer is checked: `Status`

@@ -7,7 +7,7 @@ import NIOCore
     import Glibc
 #endif
 
-/// Resolves through an HTTPDNS service's native API (`/d`, WIRE-FORMATS.md §1) over HTTPS, addressed by IP.
+/// Resolves through an HTTPDNS service's native API (`/d`, docs/WIRE-FORMATS.md §1) over HTTPS, addressed by IP.
 ///
 /// - Several addresses of the service: each request goes to the healthiest; one that fails is skipped for a
 ///   cool-down that doubles with each failure, then probed again. Every attempt has its own timeout within the

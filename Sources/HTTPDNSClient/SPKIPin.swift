@@ -1,5 +1,6 @@
 import Crypto
 import HTTPDNSCore
+import HTTPDNSNetworking
 import HTTPDNSWire
 import NIOCore
 import NIOSSL
@@ -41,7 +42,7 @@ public struct SPKIPin: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The service's public key is none of the configured pins.
-struct SPKIPinMismatch: Error, CustomStringConvertible {
+struct SPKIPinMismatch: CertificateRejectionError {
     let presented: String
 
     var description: String { "its public key (\(presented)) is none of the configured pins" }

@@ -20,10 +20,10 @@ struct ServiceAddressHealth: Sendable {
     let coolDownSeconds: Double
     let maxCoolDownSeconds: Double
 
-    init(count: Int, coolDownSeconds: Double, maxCoolDownSeconds: Double) {
+    init(count: Int, coolDown: Duration, maxCoolDown: Duration) {
         entries = Array(repeating: Entry(), count: count)
-        self.coolDownSeconds = coolDownSeconds
-        self.maxCoolDownSeconds = maxCoolDownSeconds
+        self.coolDownSeconds = coolDown / .seconds(1)
+        self.maxCoolDownSeconds = maxCoolDown / .seconds(1)
     }
 
     /// The addresses to try for a request made `now`, in order.

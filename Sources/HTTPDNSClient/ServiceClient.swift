@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import HTTPDNSCore
+import HTTPDNSNetworking
 import HTTPDNSSynchronization
 import Logging
 import NIOCore
@@ -23,8 +24,8 @@ final class ServiceClient: Sendable {
 
         var endpoints: [ServiceEndpoint] { connection.servers }
         var serverName: String? { connection.serverName }
-        var budgetMs: Int { connection.budgetMs }
-        var attemptTimeoutMs: Int { connection.attemptTimeoutMs }
+        var budgetNanoseconds: Int64 { connection.budget.clampedNanoseconds }
+        var attemptTimeoutNanoseconds: Int64 { connection.attemptTimeout.clampedNanoseconds }
     }
 
     /// One address's answer: its status, headers and body.
@@ -62,17 +63,17 @@ final class ServiceClient: Sendable {
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
         let connection = settings.connection
         guard !connection.servers.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one service") }
-        guard connection.budgetMs > 0 else {
-            throw ConfigurationError(key: "budgetMs", reason: "must be a positive number of milliseconds, not \(connection.budgetMs)")
+        guard connection.budget > .zero else {
+            throw ConfigurationError(key: "budget", reason: "must be a positive duration, not \(connection.budget)")
         }
-        guard connection.attemptTimeoutMs > 0 else {
-            throw ConfigurationError(key: "attemptTimeoutMs", reason: "must be a positive number of milliseconds, not \(connection.attemptTimeoutMs)")
+        guard connection.attemptTimeout > .zero else {
+            throw ConfigurationError(key: "attemptTimeout", reason: "must be a positive duration, not \(connection.attemptTimeout)")
         }
-        guard connection.coolDownMs >= 0, connection.maxCoolDownMs >= connection.coolDownMs else {
-            throw ConfigurationError(key: "coolDownMs", reason: "must be ≥ 0 and at most maxCoolDownMs (\(connection.maxCoolDownMs)), not \(connection.coolDownMs)")
+        guard connection.coolDown >= .zero, connection.maxCoolDown >= connection.coolDown else {
+            throw ConfigurationError(key: "coolDown", reason: "must be ≥ 0 and at most maxCoolDown (\(connection.maxCoolDown)), not \(connection.coolDown)")
         }
-        guard connection.maxCoolDownMs <= 86_400_000 else {
-            throw ConfigurationError(key: "maxCoolDownMs", reason: "must be at most a day (86,400,000 ms), not \(connection.maxCoolDownMs)")
+        guard connection.maxCoolDown <= .seconds(86_400) else {
+            throw ConfigurationError(key: "maxCoolDown", reason: "must be at most a day (86,400 s), not \(connection.maxCoolDown)")
         }
         var settings = settings
         if let name = connection.serverName {
@@ -108,15 +109,15 @@ final class ServiceClient: Sendable {
         health = Mutex(
             ServiceAddressHealth(
                 count: settings.endpoints.count,
-                coolDownSeconds: Double(connection.coolDownMs) / 1000,
-                maxCoolDownSeconds: Double(connection.maxCoolDownMs) / 1000
+                coolDown: connection.coolDown,
+                maxCoolDown: connection.maxCoolDown
             )
         )
         makeClient = { [settings, tls] endpoint in
             var configuration = HTTPClient.Configuration(
                 tlsConfiguration: tls,
                 redirectConfiguration: .disallow,
-                timeout: .init(connect: .milliseconds(Int64(settings.attemptTimeoutMs)), read: .milliseconds(Int64(settings.attemptTimeoutMs)))
+                timeout: .init(connect: .nanoseconds(settings.attemptTimeoutNanoseconds), read: .nanoseconds(settings.attemptTimeoutNanoseconds))
             )
             // A failed connection is this address's failure, reported now: the next address is tried instead of
             // this one again until the connect timeout. Certificate errors above all.
@@ -158,14 +159,14 @@ final class ServiceClient: Sendable {
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let started = clock.now()
-        let budgetEnds = NIODeadline.now() + .milliseconds(Int64(settings.budgetMs))
+        let budgetEnds = NIODeadline.now() + .nanoseconds(settings.budgetNanoseconds)
         var failures: [ResolutionError] = []
         let (order, generation) = health.withLock { ($0.order(now: started), $0.generation) }
         for index in order {
             let now = NIODeadline.now()
             guard now < budgetEnds else { break }
             let endpoint = settings.endpoints[index]
-            let ownTimeout = now + .milliseconds(Int64(settings.attemptTimeoutMs))
+            let ownTimeout = now + .nanoseconds(settings.attemptTimeoutNanoseconds)
             let attemptEnds = min(budgetEnds, ownTimeout)
             var request = HTTPClientRequest(url: url(target, on: endpoint))
             request.headers.add(name: "Accept", value: acceptHeader)
@@ -205,7 +206,7 @@ final class ServiceClient: Sendable {
         if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
         if let first = failures.first, NIODeadline.now() < budgetEnds { throw first }
         let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
-        throw ResolutionError(.timeout, "no \(settings.sourceName) service answered for \(host) within \(settings.budgetMs) ms\(tried)")
+        throw ResolutionError(.timeout, "no \(settings.sourceName) service answered for \(host) within \(settings.connection.budget.clampedMilliseconds) ms\(tried)")
     }
 
     /// One address's attempt: the request and the whole body within `deadline` (AsyncHTTPClient's deadline ends when
@@ -259,24 +260,24 @@ final class ServiceClient: Sendable {
     static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: HostName) -> ResolutionError {
         let text = "\(error)"
         if let reason = CertificateRejection.reason(error) {
-            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(reason)")
+            return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(reason)", cause: error)
         }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout:
-                return ResolutionError(.timeout, "\(endpoint) did not answer for \(host) in time")
+                return ResolutionError(.timeout, "\(endpoint) did not answer for \(host) in time", cause: error)
             case .alreadyShutdown:
-                return ResolutionError(.shutdown, "the \(endpoint) client was shut down")
+                return ResolutionError(.shutdown, "the \(endpoint) client was shut down", cause: error)
             case .bodyLengthMismatch:
-                return ResolutionError(.malformedAnswer, "\(endpoint) sent an answer for \(host) that could not be read: \(error)")
+                return ResolutionError(.malformedAnswer, "\(endpoint) sent an answer for \(host) that could not be read: \(error)", cause: error)
             default:
                 break
             }
         }
         if error is NIOTooManyBytesError {
-            return ResolutionError(.malformedAnswer, "\(endpoint) sent more than the answer for \(host) can hold")
+            return ResolutionError(.malformedAnswer, "\(endpoint) sent more than the answer for \(host) can hold", cause: error)
         }
-        return ResolutionError(.serverUnreachable, "\(endpoint) could not be reached for \(host): \(text)")
+        return ResolutionError(.serverUnreachable, "\(endpoint) could not be reached for \(host): \(text)", cause: error)
     }
 
     /// The network changed: every address counts as healthy again, and new clients (so new connections, from the
@@ -285,7 +286,7 @@ final class ServiceClient: Sendable {
     func networkChanged() async {
         health.withLock { $0.reset() }
         // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
-        let grace = Duration.milliseconds(settings.budgetMs) + .seconds(1)
+        let grace = settings.connection.budget + .seconds(1)
         clients.withLock { clients in
             guard !clients.shutDown else { return }
             let old = clients.current
@@ -299,6 +300,14 @@ final class ServiceClient: Sendable {
                 self.clients.withLock { _ = $0.retirements.removeValue(forKey: id) }
             }
         }
+    }
+
+    // Dropped without shutdown(): the clients are shut down in the background, with a warning, rather than left for
+    // AsyncHTTPClient's deinit check, which stops a debug build. (Retired clients hold this object through their
+    // retirement task, so none is left by then.)
+    deinit {
+        let current = clients.withLock { $0.shutDown ? [] : $0.current }
+        DroppedClients.shutDown(current, owner: "the \(settings.sourceName) source", logger: logger)
     }
 
     /// Shuts every client down, those a network change retired included, and returns once all are.

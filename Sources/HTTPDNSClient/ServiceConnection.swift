@@ -12,13 +12,13 @@ public struct ServiceConnection: Sendable, Hashable {
     /// verifying as usual. Default none. Needs `https` addresses.
     public var pins: [SPKIPin] = []
     /// How long one lookup may take, over every address tried. Default 2,000 ms.
-    public var budgetMs: Int = 2000
+    public var budget: Duration = .milliseconds(2000)
     /// How long one address is given. Default 1,000 ms.
-    public var attemptTimeoutMs: Int = 1000
+    public var attemptTimeout: Duration = .milliseconds(1000)
     /// How long a failed address is left alone, doubled for each failure in a row. Default 1,000 ms.
-    public var coolDownMs: Int = 1000
-    /// The longest cool-down. Default 60,000 ms.
-    public var maxCoolDownMs: Int = 60_000
+    public var coolDown: Duration = .milliseconds(1000)
+    /// The longest cool-down, at most a day. Default 60 s.
+    public var maxCoolDown: Duration = .seconds(60)
 
     public init(servers: [ServiceEndpoint]) {
         self.servers = servers

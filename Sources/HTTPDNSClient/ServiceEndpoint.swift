@@ -1,7 +1,7 @@
 import HTTPDNSCore
 
 /// Where an HTTPDNS service is reached: a URL whose host is an IP literal, so that reaching it needs no DNS
-/// (WIRE-FORMATS.md §4): `https://192.0.2.53`, `https://[2001:db8::53]:8443/dns-query`.
+/// (docs/WIRE-FORMATS.md §4): `https://192.0.2.53`, `https://[2001:db8::53]:8443/dns-query`.
 ///
 /// HTTPS is the default and the rule. Plain `http://` is taken only when written out, and the client logs it as
 /// insecure; nothing ever falls back from one to the other.

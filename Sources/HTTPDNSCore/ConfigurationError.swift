@@ -3,9 +3,9 @@
 /// Libraries throw this from their initialisers and `validate()` methods instead of stopping the process, so a
 /// backend that links them, or the command line, can report the setting by name and carry on or exit cleanly.
 public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The setting, named as the type that holds it names it (`minTTLSeconds`, `timeoutMs`).
+    /// The setting, named as the type that holds it names it (`minTTL`, `timeout`).
     public var key: String
-    /// What is wrong with it and what would be accepted: `must be at most maxTTLSeconds (3600), not 7200`.
+    /// What is wrong with it and what would be accepted: `(600 s) is larger than the largest TTL kept, maxTTL (60 s)`.
     public var reason: String
 
     public init(key: String, reason: String) {
@@ -13,6 +13,6 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
         self.reason = reason
     }
 
-    /// `key reason`, for example `timeoutMs must be a positive number of milliseconds, not 0`.
+    /// `key reason`, for example `timeout must be at least 1 ms, not 0.0 seconds`.
     public var description: String { "\(key) \(reason)" }
 }

@@ -65,14 +65,30 @@ public struct ResolutionError: Error, Sendable, Hashable, CustomStringConvertibl
     /// For ``Code/rejectedByGuard``: the hijack guard's verdict on the answer it refused.
     public let verdict: HijackVerdict?
 
-    public init(_ code: Code, _ message: String, ttlSeconds: UInt32? = nil, verdict: HijackVerdict? = nil) {
+    /// The error underneath, when there is one (a TLS or connection error of an HTTPS source, a c-ares status).
+    /// Not compared or hashed: two errors are the same when everything else is.
+    public let cause: (any Error)?
+
+    public init(_ code: Code, _ message: String, ttlSeconds: UInt32? = nil, verdict: HijackVerdict? = nil, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.ttlSeconds = ttlSeconds
         self.verdict = verdict
+        self.cause = cause
     }
 
     public var description: String { message }
+
+    public static func == (lhs: ResolutionError, rhs: ResolutionError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.ttlSeconds == rhs.ttlSeconds && lhs.verdict == rhs.verdict
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(ttlSeconds)
+        hasher.combine(verdict)
+    }
 
     /// The error for a lookup of `host` that asks for no address family.
     package static func noFamilies(_ host: HostName) -> ResolutionError {

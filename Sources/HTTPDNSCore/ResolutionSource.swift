@@ -27,12 +27,19 @@ public protocol ResolutionSource: Sendable {
     /// failed, connections opened from the old address). ``HostResolver/networkChanged(concurrency:)`` calls it
     /// before it asks again. The default does nothing.
     func networkChanged() async
+
+    /// Lets go of what the source holds (connections, threads, sockets); lookups after it fail with
+    /// ``ResolutionError/Code/shutdown``. Idempotent. The ``HostResolver`` that owns the source calls it when it is shut
+    /// down itself. The default does nothing: a source that holds nothing has nothing to let go.
+    func shutdown() async
 }
 
 extension ResolutionSource {
     public var upstreamDescription: String { name }
 
     public func networkChanged() async {}
+
+    public func shutdown() async {}
 
     public func startQuery(
         _ host: HostName,

@@ -35,22 +35,22 @@ extension ResolverCache {
             case gone
         }
 
-        func condition(at now: MonotonicInstant, _ configuration: Configuration) -> Condition {
+        func condition(at now: MonotonicInstant, _ limits: Limits) -> Condition {
             if now < expiresAt { return now < refreshAt ? .fresh : .refreshDue }
-            guard configuration.maxStaleSeconds > 0, now < expiresAt.adding(seconds: configuration.maxStaleSeconds) else {
+            guard limits.maxStaleNanoseconds > 0, now < expiresAt.adding(nanoseconds: limits.maxStaleNanoseconds) else {
                 return .gone
             }
-            if let failed = refreshFailedAt, now < failed.adding(seconds: configuration.staleRefreshRetrySeconds) {
+            if let failed = refreshFailedAt, now < failed.adding(nanoseconds: limits.staleRefreshRetryNanoseconds) {
                 return .staleAfterRecentFailure
             }
             return .stale
         }
 
-        init(_ answer: FamilyAnswer<Address>, now: MonotonicInstant, configuration: Configuration) {
+        init(_ answer: FamilyAnswer<Address>, now: MonotonicInstant, limits: Limits) {
             switch answer {
             case .addresses(let addresses, let ttlSeconds):
-                let ttl = min(max(ttlSeconds, configuration.minTTLSeconds), configuration.maxTTLSeconds)
-                let fraction = configuration.refreshAheadFraction  // 0…1, checked by Configuration.validate()
+                let ttl = min(max(ttlSeconds, limits.minTTLSeconds), limits.maxTTLSeconds)
+                let fraction = limits.refreshAheadFraction  // 0…1, checked by Configuration.validate()
                 self.addresses = addresses
                 self.negative = nil
                 self.originTTLSeconds = ttlSeconds
@@ -58,12 +58,12 @@ extension ResolverCache {
                 self.expiresAt = now.adding(seconds: ttl)
             case .negative(let kind, let ttlSeconds):
                 let ttl = min(
-                    max(ttlSeconds ?? configuration.negativeTTLSeconds, configuration.minNegativeTTLSeconds),
-                    configuration.maxNegativeTTLSeconds
+                    max(ttlSeconds ?? limits.negativeTTLSeconds, limits.minNegativeTTLSeconds),
+                    limits.maxNegativeTTLSeconds
                 )
                 self.addresses = []
                 self.negative = kind
-                self.originTTLSeconds = ttlSeconds ?? configuration.negativeTTLSeconds
+                self.originTTLSeconds = ttlSeconds ?? limits.negativeTTLSeconds
                 self.expiresAt = now.adding(seconds: ttl)
                 // Negative answers are not refreshed ahead: nobody is waiting on their addresses.
                 self.refreshAt = self.expiresAt
@@ -90,12 +90,12 @@ extension ResolverCache {
         func conditions(
             _ families: AddressFamilies,
             at now: MonotonicInstant,
-            _ configuration: Configuration
+            _ limits: Limits
         ) -> (ipv4: FamilyRecord<IPv4Address>.Condition?, ipv6: FamilyRecord<IPv6Address>.Condition?, complete: Bool) {
             let wantsIPv4 = families.contains(.ipv4)
             let wantsIPv6 = families.contains(.ipv6)
-            let ipv4 = wantsIPv4 ? self.ipv4?.condition(at: now, configuration) : nil
-            let ipv6 = wantsIPv6 ? self.ipv6?.condition(at: now, configuration) : nil
+            let ipv4 = wantsIPv4 ? self.ipv4?.condition(at: now, limits) : nil
+            let ipv6 = wantsIPv6 ? self.ipv6?.condition(at: now, limits) : nil
             return (ipv4, ipv6, (!wantsIPv4 || ipv4 != nil) && (!wantsIPv6 || ipv6 != nil))
         }
     }
@@ -145,7 +145,7 @@ extension ResolverCache {
             _ host: HostName,
             _ families: AddressFamilies,
             now: MonotonicInstant,
-            configuration: Configuration
+            limits: Limits
         ) -> CacheOutcome {
             guard let slot = storage.slot(of: host) else { return .upstream }
             var outcome = CacheOutcome.upstream
@@ -159,7 +159,7 @@ extension ResolverCache {
                     entry.lastTouched = now
                     touch = true
                 }
-                let (ipv4, ipv6, complete) = entry.conditions(families, at: now, configuration)
+                let (ipv4, ipv6, complete) = entry.conditions(families, at: now, limits)
                 if ipv4 == .gone || ipv6 == .gone {
                     if ipv4 == .gone { entry.ipv4 = nil }
                     if ipv6 == .gone { entry.ipv6 = nil }
@@ -169,7 +169,7 @@ extension ResolverCache {
                 if ipv4 == .stale || ipv6 == .stale { return true }
                 if ipv4 == .staleAfterRecentFailure || ipv6 == .staleAfterRecentFailure {
                     outcome = .stale(
-                        Self.staleResolution(host, families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+                        Self.staleResolution(host, families, &entry, now: now, sourceName: sourceName, upstream: upstream, limits)
                     )
                     return true
                 }
@@ -193,7 +193,7 @@ extension ResolverCache {
                 stats.negativeHits += 1
             case .hit(let resolution, _):
                 stats.hits += 1
-                if refreshDue, flights.count + abandonedCount < configuration.maxPendingQueries {
+                if refreshDue, flights.count + abandonedCount < limits.maxPendingQueries {
                     let key = FlightKey(host: host, families: families)
                     if flights[key] == nil {
                         flights[key] = Flight(waiters: [:], generation: generation)
@@ -208,11 +208,11 @@ extension ResolverCache {
         static let touchIntervalNanoseconds: UInt64 = 1_000_000_000
 
         /// Stores what the source said for each family, clamping TTLs. The size bound is restored by
-        /// ``evictOverflow(configuration:)``.
-        mutating func store(_ answer: SourceAnswer, for host: HostName, now: MonotonicInstant, configuration: Configuration) {
+        /// ``evictOverflow(limits:)``.
+        mutating func store(_ answer: SourceAnswer, for host: HostName, now: MonotonicInstant, limits: Limits) {
             func update(_ entry: inout HostEntry) {
-                if let ipv4 = answer.ipv4 { entry.ipv4 = FamilyRecord(ipv4, now: now, configuration: configuration) }
-                if let ipv6 = answer.ipv6 { entry.ipv6 = FamilyRecord(ipv6, now: now, configuration: configuration) }
+                if let ipv4 = answer.ipv4 { entry.ipv4 = FamilyRecord(ipv4, now: now, limits: limits) }
+                if let ipv6 = answer.ipv6 { entry.ipv6 = FamilyRecord(ipv6, now: now, limits: limits) }
             }
             if let slot = storage.slot(of: host) {
                 storage.modify(at: slot, update)
@@ -225,7 +225,7 @@ extension ResolverCache {
         }
 
         /// Whether every family of `families` has a record for `host` that is still fresh (a batch need not ask).
-        func holdsFresh(_ host: HostName, _ families: AddressFamilies, now: MonotonicInstant, configuration: Configuration) -> Bool {
+        func holdsFresh(_ host: HostName, _ families: AddressFamilies, now: MonotonicInstant, limits: Limits) -> Bool {
             guard let slot = storage.slot(of: host) else { return false }
             let entry = storage.value(at: slot)
             if families.contains(.ipv4), !(entry.ipv4.map { now < $0.expiresAt } ?? false) { return false }
@@ -235,22 +235,22 @@ extension ResolverCache {
 
         /// What `answer` says for `key`, as a stored answer would say it, without storing it: for the callers of a
         /// flight a flush abandoned.
-        func resolution(of answer: SourceAnswer, for key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<
+        func resolution(of answer: SourceAnswer, for key: FlightKey, now: MonotonicInstant, limits: Limits) -> Result<
             Resolution, ResolutionError
         > {
             var entry = HostEntry()
-            entry.ipv4 = answer.ipv4.map { FamilyRecord($0, now: now, configuration: configuration) }
-            entry.ipv6 = answer.ipv6.map { FamilyRecord($0, now: now, configuration: configuration) }
-            guard entry.conditions(key.families, at: now, configuration).complete else {
+            entry.ipv4 = answer.ipv4.map { FamilyRecord($0, now: now, limits: limits) }
+            entry.ipv6 = answer.ipv6.map { FamilyRecord($0, now: now, limits: limits) }
+            guard entry.conditions(key.families, at: now, limits).complete else {
                 return .failure(ResolutionError(.malformedAnswer, "\(sourceName) did not answer every family asked for \(key.host)"))
             }
             return Self.assemble(key.host, key.families, &entry, now: now, cached: false, sourceName: sourceName, upstream: upstreamDescription)
         }
 
         /// Evicts the least recently used names past ``Configuration/maxEntries``. Returns how many went.
-        mutating func evictOverflow(configuration: Configuration) -> Int {
+        mutating func evictOverflow(limits: Limits) -> Int {
             var evicted = 0
-            while storage.count > configuration.maxEntries, storage.removeOldest() != nil {
+            while storage.count > limits.maxEntries, storage.removeOldest() != nil {
                 evicted += 1
             }
             stats.evictions += evicted
@@ -259,22 +259,22 @@ extension ResolverCache {
 
         /// The answer for the waiters of a flight that just stored its answer; nil if the source left out a
         /// family it was asked for.
-        mutating func resolutionAfterUpstream(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<
+        mutating func resolutionAfterUpstream(_ key: FlightKey, now: MonotonicInstant, limits: Limits) -> Result<
             Resolution, ResolutionError
         >? {
             guard let slot = storage.slot(of: key.host) else { return nil }
             let (sourceName, upstream) = (sourceName, upstreamDescription)
             return storage.modify(at: slot) { entry in
-                guard entry.conditions(key.families, at: now, configuration).complete else { return nil }
+                guard entry.conditions(key.families, at: now, limits).complete else { return nil }
                 return Self.assemble(key.host, key.families, &entry, now: now, cached: false, sourceName: sourceName, upstream: upstream)
             }
         }
 
-        /// After a failed refresh of fresh records, waits ``Configuration/staleRefreshRetrySeconds`` before the
+        /// After a failed refresh of fresh records, waits ``Configuration/staleRefreshRetry`` before the
         /// next refresh-ahead, so hits on a name whose upstream fails fast do not become a stream of queries.
-        mutating func postponeRefreshAhead(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) {
+        mutating func postponeRefreshAhead(_ key: FlightKey, now: MonotonicInstant, limits: Limits) {
             guard let slot = storage.slot(of: key.host) else { return }
-            let next = now.adding(seconds: configuration.staleRefreshRetrySeconds)
+            let next = now.adding(nanoseconds: limits.staleRefreshRetryNanoseconds)
             storage.modify(at: slot) { entry in
                 if key.families.contains(.ipv4), let record = entry.ipv4, now < record.expiresAt {
                     entry.ipv4!.refreshAt = min(record.expiresAt, next)
@@ -286,20 +286,20 @@ extension ResolverCache {
         }
 
         /// Whether an expired entry could answer `key` stale while its refresh is in flight.
-        mutating func canServeStale(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Bool {
+        mutating func canServeStale(_ key: FlightKey, now: MonotonicInstant, limits: Limits) -> Bool {
             guard let slot = storage.slot(of: key.host) else { return false }
             return storage.modify(at: slot) { entry in
-                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, configuration)
+                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, limits)
                 return complete && ipv4 != .gone && ipv6 != .gone
             }
         }
 
         /// The stale answer for `key`, if an expired entry within the staleness limit holds every family asked.
-        mutating func staleAnswer(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Resolution? {
-            guard canServeStale(key, now: now, configuration: configuration), let slot = storage.slot(of: key.host) else { return nil }
+        mutating func staleAnswer(_ key: FlightKey, now: MonotonicInstant, limits: Limits) -> Resolution? {
+            guard canServeStale(key, now: now, limits: limits), let slot = storage.slot(of: key.host) else { return nil }
             let (sourceName, upstream) = (sourceName, upstreamDescription)
             return storage.modify(at: slot) { entry in
-                Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+                Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, limits)
             }
         }
 
@@ -309,9 +309,9 @@ extension ResolverCache {
             _ key: FlightKey,
             waiterID: UInt64,
             now: MonotonicInstant,
-            configuration: Configuration
+            limits: Limits
         ) -> (CheckedContinuation<Result<Resolution, ResolutionError>, any Error>, Resolution)? {
-            guard flights[key]?.waiters[waiterID] != nil, let resolution = staleAnswer(key, now: now, configuration: configuration) else {
+            guard flights[key]?.waiters[waiterID] != nil, let resolution = staleAnswer(key, now: now, limits: limits) else {
                 return nil
             }
             let continuation = flights[key]!.waiters.removeValue(forKey: waiterID)!
@@ -320,12 +320,12 @@ extension ResolverCache {
         }
 
         /// After a failed refresh: the stale answer, if every family asked has a record within the staleness limit.
-        mutating func staleAfterFailure(_ key: FlightKey, now: MonotonicInstant, configuration: Configuration) -> Result<Resolution, ResolutionError>?
+        mutating func staleAfterFailure(_ key: FlightKey, now: MonotonicInstant, limits: Limits) -> Result<Resolution, ResolutionError>?
         {
             guard let slot = storage.slot(of: key.host) else { return nil }
             let (sourceName, upstream) = (sourceName, upstreamDescription)
             return storage.modify(at: slot) { entry in
-                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, configuration)
+                let (ipv4, ipv6, complete) = entry.conditions(key.families, at: now, limits)
                 guard complete, ipv4 != .gone, ipv6 != .gone else { return nil }
                 var anyExpired = false
                 if let ipv4, ipv4 != .fresh, ipv4 != .refreshDue {
@@ -341,7 +341,7 @@ extension ResolverCache {
                     return Self.assemble(key.host, key.families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream)
                 }
                 return .success(
-                    Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, configuration)
+                    Self.staleResolution(key.host, key.families, &entry, now: now, sourceName: sourceName, upstream: upstream, limits)
                 )
             }
         }
@@ -354,7 +354,7 @@ extension ResolverCache {
             now: MonotonicInstant,
             sourceName: String,
             upstream: String,
-            _ configuration: Configuration
+            _ limits: Limits
         ) -> Resolution {
             var resolution: Resolution
             switch assemble(host, families, &entry, now: now, cached: true, sourceName: sourceName, upstream: upstream) {
@@ -373,7 +373,7 @@ extension ResolverCache {
                 )
                 resolution.negativeAnswer = error.code == .nameNotFound ? .nameNotFound : .noData
             }
-            resolution.ttlSeconds = configuration.staleAnswerTTLSeconds
+            resolution.ttlSeconds = limits.staleAnswerTTLSeconds
             resolution.stale = true
             return resolution
         }

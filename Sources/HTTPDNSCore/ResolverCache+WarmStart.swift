@@ -23,7 +23,7 @@ extension ResolverCache {
             entries.reserveCapacity(state.storage.count)
             state.storage.forEachNewestFirst { host, entry in
                 func keep<Address>(_ record: FamilyRecord<Address>?) -> FamilyAnswer<Address>? {
-                    guard let record, record.condition(at: now, configuration) != .gone else { return nil }
+                    guard let record, record.condition(at: now, limits) != .gone else { return nil }
                     if let negative = record.negative { return .negative(negative, ttlSeconds: record.originTTLSeconds) }
                     return .addresses(record.addresses, ttlSeconds: record.originTTLSeconds)
                 }
@@ -41,10 +41,10 @@ extension ResolverCache {
     public func loadStale(_ entries: [CachedEntry]) {
         let now = clock.now()
         let count = state.withLock { state in
-            for entry in entries.prefix(configuration.maxEntries).reversed() where state.storage.slot(of: entry.host) == nil {
+            for entry in entries.prefix(limits.maxEntries).reversed() where state.storage.slot(of: entry.host) == nil {
                 func expired<Address>(_ answer: FamilyAnswer<Address>?) -> FamilyRecord<Address>? {
                     guard let answer else { return nil }
-                    var record = FamilyRecord(answer, now: now, configuration: configuration)
+                    var record = FamilyRecord(answer, now: now, limits: limits)
                     record.expiresAt = now
                     record.refreshAt = now
                     return record
@@ -54,7 +54,7 @@ extension ResolverCache {
                 hostEntry.ipv6 = expired(entry.ipv6)
                 state.storage.set(hostEntry, for: entry.host)
             }
-            _ = state.evictOverflow(configuration: configuration)
+            _ = state.evictOverflow(limits: limits)
             return state.storage.count
         }
         metrics.entries.record(count)

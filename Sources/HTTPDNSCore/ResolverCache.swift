@@ -3,20 +3,22 @@ import Logging
 
 /// A TTL cache in front of one ``ResolutionSource``, built to sit on the hot path of every request.
 ///
-/// - Answers are kept for their TTL within ``Configuration/minTTLSeconds`` and ``Configuration/maxTTLSeconds``;
+/// - Answers are kept for their TTL within ``Configuration/minTTL`` and ``Configuration/maxTTL``;
 ///   negative answers (NXDOMAIN, no data) are cached too, with their own clamps.
 /// - At most ``Configuration/maxEntries`` names, each one entry holding its A and AAAA answers; the least
 ///   recently used name goes.
 /// - However many callers miss on a name at once, one upstream query is made (per name and family set); the
 ///   number of queries in flight is bounded by ``Configuration/maxPendingQueries``.
 /// - Serve-stale (RFC 8767): when refreshing an expired entry fails, the expired answer is served with
-///   ``Configuration/staleAnswerTTLSeconds``, for at most ``Configuration/maxStaleSeconds`` past its expiry.
+///   ``Configuration/staleAnswerTTL``, for at most ``Configuration/maxStale`` past its expiry.
 /// - Refresh-ahead: an entry used in the last ``Configuration/refreshAheadFraction`` of its TTL is refreshed in the
 ///   background; the caller is answered from the cache at once.
 /// - Time comes from a ``MonotonicClock``, so changes to the wall clock neither freeze nor expire entries.
 public final class ResolverCache: Sendable {
     /// The cache's settings, as given at creation.
     public let configuration: Configuration
+    /// `configuration` in the integers the hot path uses, worked out once here.
+    let limits: Limits
     /// The source asked on a miss.
     public let source: any ResolutionSource
 
@@ -36,6 +38,7 @@ public final class ResolverCache: Sendable {
         try configuration.validate()
         self.source = source
         self.configuration = configuration
+        self.limits = Limits(configuration)
         self.clock = clock
         self.logger = logger
         self.metrics = ResolverMetrics(sourceName: source.name)
@@ -67,7 +70,7 @@ public final class ResolverCache: Sendable {
         guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         let now = clock.now()
         let outcome = state.withLock { state in
-            state.answerFromCache(host, families, now: now, configuration: configuration)
+            state.answerFromCache(host, families, now: now, limits: limits)
         }
         return try deliver(outcome, host: host, families: families)
     }
@@ -116,7 +119,7 @@ public final class ResolverCache: Sendable {
         let now = clock.now()
         var seen = Set<HostName>()
         let missing = hosts.filter { host in
-            seen.insert(host).inserted && state.withLock { !$0.holdsFresh(host, families, now: now, configuration: configuration) }
+            seen.insert(host).inserted && state.withLock { !$0.holdsFresh(host, families, now: now, limits: limits) }
         }
         let batches = stride(from: 0, to: missing.count, by: batchSource.maxBatchSize).map {
             Array(missing[$0..<min($0 + batchSource.maxBatchSize, missing.count)])
@@ -156,8 +159,8 @@ public final class ResolverCache: Sendable {
             state.stats.upstreamQueries[ResolverStats.UpstreamOutcome(source: source.name, outcome: outcomeName), default: 0] += 1
             guard case .success(let answers) = result, state.generation == generation else { return (0, state.storage.count) }
             let now = clock.now()
-            for (host, answer) in answers { state.store(answer, for: host, now: now, configuration: configuration) }
-            return (state.evictOverflow(configuration: configuration), state.storage.count)
+            for (host, answer) in answers { state.store(answer, for: host, now: now, limits: limits) }
+            return (state.evictOverflow(limits: limits), state.storage.count)
         }
         metrics.recordUpstream(outcome: outcomeName, duration: started.duration(to: .now))
         if evicted > 0 { metrics.evictions.increment(by: evicted) }
@@ -219,7 +222,7 @@ public final class ResolverCache: Sendable {
                 let join: JoinOutcome = state.withLock { state in
                     // The cache may have been filled since the fast path looked.
                     let now = clock.now()
-                    let outcome = state.answerFromCache(key.host, key.families, now: now, configuration: configuration)
+                    let outcome = state.answerFromCache(key.host, key.families, now: now, limits: limits)
                     if case .upstream = outcome {
                     } else {
                         return .answered(outcome)
@@ -230,11 +233,11 @@ public final class ResolverCache: Sendable {
                         state.flights[key]!.waiters[waiterID] = continuation
                         state.stats.coalescedLookups += 1
                         join = .joined
-                    } else if state.flights.count + state.abandonedCount < configuration.maxPendingQueries {
+                    } else if state.flights.count + state.abandonedCount < limits.maxPendingQueries {
                         state.flights[key] = Flight(waiters: [waiterID: continuation], generation: state.generation)
                         flightGeneration = state.generation
                         join = .started
-                    } else if let stale = state.staleAnswer(key, now: now, configuration: configuration) {
+                    } else if let stale = state.staleAnswer(key, now: now, limits: limits) {
                         // Overloaded upstream is what serve-stale is for: answer from the expired entry.
                         state.stats.staleHits += 1
                         return .answered(.stale(stale))
@@ -243,8 +246,8 @@ public final class ResolverCache: Sendable {
                         return .rejected(state.flights.count + state.abandonedCount)
                     }
                     armStaleTimer =
-                        configuration.staleAnswerClientTimeoutMs > 0
-                        && state.canServeStale(key, now: now, configuration: configuration)
+                        limits.armsStaleTimer
+                        && state.canServeStale(key, now: now, limits: limits)
                     return join
                 }
                 switch join {
@@ -296,13 +299,13 @@ public final class ResolverCache: Sendable {
     }
 
     /// RFC 8767's client response timer: if the refresh of an expired entry has not answered this waiter in
-    /// ``Configuration/staleAnswerClientTimeoutMs``, answer it stale; the refresh goes on for the cache.
+    /// ``Configuration/staleAnswerClientTimeout``, answer it stale; the refresh goes on for the cache.
     private func startStaleTimer(_ key: FlightKey, waiterID: UInt64) -> Task<Void, Never> {
-        let timeout = Duration.milliseconds(configuration.staleAnswerClientTimeoutMs)
+        let timeout = limits.staleAnswerClientTimeout
         return Task {
             guard (try? await Task.sleep(for: timeout)) != nil else { return }
             let taken = state.withLock { state in
-                state.answerWaiterStale(key, waiterID: waiterID, now: clock.now(), configuration: configuration)
+                state.answerWaiterStale(key, waiterID: waiterID, now: clock.now(), limits: limits)
             }
             if let (continuation, resolution) = taken {
                 continuation.resume(returning: .success(resolution))
@@ -342,7 +345,7 @@ public final class ResolverCache: Sendable {
                 if flight != nil { state.abandonedCount -= 1 }
                 let waiters = flight?.waiters ?? [:]
                 state.stats.misses += waiters.count
-                let delivered = result.flatMap { state.resolution(of: $0, for: key, now: now, configuration: configuration) }
+                let delivered = result.flatMap { state.resolution(of: $0, for: key, now: now, limits: limits) }
                 return (waiters, delivered, 0, state.storage.count)
             }
             let flight = state.flights.removeValue(forKey: key)
@@ -350,16 +353,16 @@ public final class ResolverCache: Sendable {
             let delivered: Result<Resolution, ResolutionError>
             switch result {
             case .success(let answer):
-                state.store(answer, for: key.host, now: now, configuration: configuration)
+                state.store(answer, for: key.host, now: now, limits: limits)
                 delivered =
-                    state.resolutionAfterUpstream(key, now: now, configuration: configuration)
+                    state.resolutionAfterUpstream(key, now: now, limits: limits)
                     ?? .failure(ResolutionError(.malformedAnswer, "\(source.name) did not answer every family asked for \(key.host)"))
                 // Evict only once the answer is assembled: with maxEntries = 1, the entry just stored may itself
                 // be the least recently used.
-                evicted = state.evictOverflow(configuration: configuration)
+                evicted = state.evictOverflow(limits: limits)
             case .failure(let error):
-                state.postponeRefreshAhead(key, now: now, configuration: configuration)
-                delivered = state.staleAfterFailure(key, now: now, configuration: configuration) ?? .failure(error)
+                state.postponeRefreshAhead(key, now: now, limits: limits)
+                delivered = state.staleAfterFailure(key, now: now, limits: limits) ?? .failure(error)
             }
             let waiters = flight?.waiters ?? [:]
             if case .success(let resolution) = delivered, resolution.stale {

@@ -11,12 +11,13 @@ import Dispatch
 /// Resolves names through the operating system's `getaddrinfo(3)`: `/etc/hosts`, `/etc/nsswitch.conf` and the
 /// resolvers in `/etc/resolv.conf`. This is the path a hijacked network controls; use it as the last fallback.
 ///
-/// `getaddrinfo` reports no TTL, so answers carry ``Configuration/ttlSeconds``. Each lookup blocks a thread
+/// `getaddrinfo` reports no TTL, so answers carry ``Configuration/ttl``. Each lookup blocks a thread
 /// of Dispatch's global pool, never a Swift concurrency thread.
 public struct SystemSource: ResolutionSource {
     public struct Configuration: Sendable, Hashable {
-        /// The TTL given to every answer, since the system resolver does not report one. Default 60 s.
-        public var ttlSeconds: UInt32 = 60
+        /// The TTL given to every answer, since the system resolver does not report one: whole seconds (a
+        /// fraction is dropped, a negative TTL is 0). Default 60 s.
+        public var ttl: Duration = .seconds(60)
         /// The name used in stats, logs and metric dimensions. Default `system`.
         public var name: String = "system"
 
@@ -25,14 +26,17 @@ public struct SystemSource: ResolutionSource {
 
     public let configuration: Configuration
     public var name: String { configuration.name }
+    /// ``Configuration/ttl`` as answers carry it.
+    private let ttlSeconds: UInt32
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        self.ttlSeconds = UInt32(clamping: max(configuration.ttl.components.seconds, 0))
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
-        let ttl = configuration.ttlSeconds
+        let ttl = ttlSeconds
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Self.lookUp(host, families: families, ttlSeconds: ttl))

@@ -1,5 +1,5 @@
 /// Whether a response cache may keep a response: the three values of NSURLCacheStoragePolicy
-/// (`../shared/design/CACHE-STORAGE-POLICY.md`).
+/// (docs/CACHE-STORAGE-POLICY.md).
 public enum CacheStoragePolicy: String, Sendable, Hashable, CaseIterable {
     case allowed
     case allowedInMemoryOnly

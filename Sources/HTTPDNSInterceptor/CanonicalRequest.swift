@@ -1,6 +1,6 @@
 import HTTPDNSCore
 
-/// A request in the one form the interceptor resolves and sends (`shared/design/CANONICAL-REQUEST.md`): the URL
+/// A request in the one form the interceptor resolves and sends (docs/CANONICAL-REQUEST.md): the URL
 /// normalised on its parsed components, and the header defaults added.
 ///
 /// Two modes: `standard` (the default) is the reference plus RFC 3986 §6 normalisation; `apple` reproduces Apple's

@@ -1,3 +1,4 @@
+import HTTPDNSNetworking
 import NIOCore
 import NIOSSL
 
@@ -9,7 +10,7 @@ import NIOSSL
 /// NIOSSL's check has passed: a certificate with subject alternative names must hold a DNS name that matches the
 /// host (exactly, or a `*` first label standing for exactly one label). A certificate without any (its common name,
 /// which NIOSSL checked against the host) passes. A plain http connection has nothing to check.
-struct HostCertificateMismatch: Error, CustomStringConvertible {
+struct HostCertificateMismatch: CertificateRejectionError {
     let host: String
     let names: [String]
 

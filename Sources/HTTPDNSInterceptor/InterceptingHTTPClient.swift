@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import FoundationEssentials
-import HTTPDNSClient
 import HTTPDNSCore
+import HTTPDNSNetworking
 import HTTPDNSSynchronization
 import Logging
 import Metrics
@@ -53,9 +53,9 @@ public final class InterceptingHTTPClient: Sendable {
         /// Whether a redirect from https to http is followed. Default no: such a request fails `insecureRedirect`.
         public var allowsInsecureRedirects = false
         /// The time to connect to one address (TCP and TLS) before the next is tried. Default 5 s.
-        public var connectTimeout = TimeAmount.seconds(5)
+        public var connectTimeout: Duration = .seconds(5)
         /// The longest wait for the next bytes of a response. Default 30 s.
-        public var readTimeout = TimeAmount.seconds(30)
+        public var readTimeout: Duration = .seconds(30)
         /// The most (host, address) clients kept, each with its own connections. Default 64.
         public var maxClients = 64
         /// TLS for origins. Certificate verification cannot be turned off: such a configuration is refused.
@@ -97,6 +97,7 @@ public final class InterceptingHTTPClient: Sendable {
     public let resolver: HostResolver
     private let origins: OriginClients
     private let passthrough: HTTPClient
+    private let isShutDown = Mutex(false)
     private let logger: Logger
     /// `httpdns_interceptor_requests_total` by outcome: the two of almost every request at hand, the errors by code.
     private let sent = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")])
@@ -149,7 +150,7 @@ public final class InterceptingHTTPClient: Sendable {
             var client = HTTPClient.Configuration(
                 tlsConfiguration: configuration.tls,
                 redirectConfiguration: .disallow,
-                timeout: .init(connect: configuration.connectTimeout, read: configuration.readTimeout),
+                timeout: .init(connect: .nanoseconds(configuration.connectTimeout.clampedNanoseconds), read: .nanoseconds(configuration.readTimeout.clampedNanoseconds)),
                 decompression: configuration.decompression ? .enabled(limit: .ratio(100)) : .disabled
             )
             // A failed connection is this address's, reported now, so the next address is tried; a certificate
@@ -157,7 +158,7 @@ public final class InterceptingHTTPClient: Sendable {
             client.connectionPool.retryConnectionEstablishment = false
             return client
         }()
-        origins = OriginClients(limit: configuration.maxClients) { key in
+        origins = OriginClients(limit: configuration.maxClients, logger: logger) { key in
             var client = base
             client.dnsOverride = [key.host: key.address.description]
             // NIOSSL would also take a certificate for the address connected to: the name is what must be proven.
@@ -168,8 +169,8 @@ public final class InterceptingHTTPClient: Sendable {
         }
         passthrough = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base)
         var failures: [InterceptorError.Code: Counter] = [:]
-        for code in InterceptorError.Code.allCases {
-            failures[code] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", code.rawValue)])
+        for code in InterceptorError.Code.all {
+            failures[code] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", code.description)])
         }
         self.errorOutcomes = failures
     }
@@ -209,8 +210,8 @@ public final class InterceptingHTTPClient: Sendable {
     ///     then streams at its own pace (each read within ``Configuration/readTimeout``).
     ///   - logger: for this request; default the client's.
     /// - Throws: ``InterceptorError``.
-    public func execute(_ request: HTTPClientRequest, timeout: TimeAmount, logger: Logger? = nil) async throws(InterceptorError) -> Response {
-        try await execute(request, body: request.body.map(Body.opaque), deadline: .now() + timeout, logger: logger)
+    public func execute(_ request: HTTPClientRequest, timeout: Duration, logger: Logger? = nil) async throws(InterceptorError) -> Response {
+        try await execute(request, body: request.body.map(Body.opaque), deadline: .now() + .nanoseconds(timeout.clampedNanoseconds), logger: logger)
     }
 
     /// Sends a request whose body is in memory, so that it can be sent again on a 307 or 308 redirect.
@@ -219,13 +220,13 @@ public final class InterceptingHTTPClient: Sendable {
         url: String,
         headers: HTTPHeaders = [:],
         body: ByteBuffer? = nil,
-        timeout: TimeAmount,
+        timeout: Duration,
         logger: Logger? = nil
     ) async throws(InterceptorError) -> Response {
         var request = HTTPClientRequest(url: url)
         request.method = HTTPMethod(rawValue: method)
         request.headers = headers
-        return try await execute(request, body: body.map(Body.bytes), deadline: .now() + timeout, logger: logger)
+        return try await execute(request, body: body.map(Body.bytes), deadline: .now() + .nanoseconds(timeout.clampedNanoseconds), logger: logger)
     }
 
     /// A request body: in memory, so it can be sent again after a 307 or 308, or the caller's own, which can be sent
@@ -266,7 +267,7 @@ public final class InterceptingHTTPClient: Sendable {
             return try await follow(original, body: body, deadline: deadline, logger: logger, redirects: &redirects)
         } catch where error.code == .invalidRequest && redirects > 0 {
             // A hop the origin sent us to that cannot be sent: the origin's fault, not the caller's.
-            throw InterceptorError(.invalidRedirect, error.message, resolutionError: error.resolutionError)
+            throw InterceptorError(.invalidRedirect, error.message, cause: error.cause)
         }
     }
 
@@ -291,7 +292,7 @@ public final class InterceptingHTTPClient: Sendable {
                     method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical
                 )
             } catch {
-                throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')")
+                throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')", cause: error)
             }
             guard let canonical = normalized else { throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL") }
             var request = HTTPClientRequest(url: canonical.url)
@@ -380,7 +381,7 @@ public final class InterceptingHTTPClient: Sendable {
         case .take(let name):
             host = name
         case .refuse(let error):
-            throw InterceptorError(.invalidRequest, "\(error)")
+            throw InterceptorError(.invalidRequest, "\(error)", cause: error)
         }
         let answer = try await resolve(host, before: deadline)
         let resolution = answer.resolution
@@ -440,7 +441,7 @@ public final class InterceptingHTTPClient: Sendable {
         do {
             if let cached = try resolver.cachedAnswer(host, families: families) { return cached }
         } catch let error as ResolutionError where error.code.isNegativeAnswer {
-            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
+            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", cause: error)
         } catch {
             // Anything else: the resolver's own path decides (the fallbacks, the guard).
         }
@@ -452,9 +453,9 @@ public final class InterceptingHTTPClient: Sendable {
         } catch let error as InterceptorError {
             throw error
         } catch let error as ResolutionError {
-            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", resolutionError: error)
+            throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", cause: error)
         } catch {
-            throw InterceptorError(Task.isCancelled ? .cancelled : .resolutionFailed, "\(host) could not be resolved: \(error)")
+            throw InterceptorError(Task.isCancelled ? .cancelled : .resolutionFailed, "\(host) could not be resolved: \(error)", cause: error)
         }
     }
 
@@ -476,55 +477,60 @@ public final class InterceptingHTTPClient: Sendable {
     /// made (so the request was never sent) is `connectFailed`, which lets the next address be tried.
     private func describe(_ error: any Error, host: String, address: IPAddress?, method: String, replayable: Bool) -> InterceptorError {
         let target = address.map { "\(host) at \($0)" } ?? host
-        if let mismatch = error as? HostCertificateMismatch {
-            return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(mismatch)")
-        }
         if let reason = CertificateRejection.reason(error) {
-            return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(reason)")
+            return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(reason)", cause: error)
         }
-        if Task.isCancelled { return InterceptorError(.cancelled, "the request to \(target) was cancelled") }
+        if Task.isCancelled { return InterceptorError(.cancelled, "the request to \(target) was cancelled", cause: error) }
         switch error {
         case is NIOConnectionError, ChannelError.connectTimeout:
-            return InterceptorError(.connectFailed, "\(target): \(error)")
+            return InterceptorError(.connectFailed, "\(target): \(error)", cause: error)
         case let error as IOError where [ECONNREFUSED, EADDRNOTAVAIL].contains(error.errnoCode):
             // Only ever the connect's own failure: a connection once made is reset, not refused.
-            return InterceptorError(.connectFailed, "\(target): \(error)")
+            return InterceptorError(.connectFailed, "\(target): \(error)", cause: error)
         case let error as IOError where [ENETUNREACH, EHOSTUNREACH].contains(error.errnoCode):
             // Linux also reports these on a connection already made, when it gives up on it: only a request that may
             // reach the server twice, with a body that can be sent again whole, moves on.
             guard Self.idempotentMethods.contains(method), replayable else {
-                return InterceptorError(.transportFailed, "\(target): \(error); a \(method) is not sent again")
+                return InterceptorError(.transportFailed, "\(target): \(error); a \(method) is not sent again", cause: error)
             }
-            return InterceptorError(.connectFailed, "\(target): \(error)")
+            return InterceptorError(.connectFailed, "\(target): \(error)", cause: error)
         case let error as NIOSSLError:
-            if case .handshakeFailed = error { return InterceptorError(.connectFailed, "\(target): the TLS handshake failed: \(error)") }
+            if case .handshakeFailed = error { return InterceptorError(.connectFailed, "\(target): the TLS handshake failed: \(error)", cause: error) }
         case let error as HTTPClientError:
             switch error {
             case .connectTimeout, .tlsHandshakeTimeout:
-                return InterceptorError(.connectFailed, "\(target): \(error)")
+                return InterceptorError(.connectFailed, "\(target): \(error)", cause: error)
             case .deadlineExceeded, .readTimeout:
-                return InterceptorError(.timeout, "\(target) did not answer in time")
+                return InterceptorError(.timeout, "\(target) did not answer in time", cause: error)
             case .cancelled:
                 // AsyncHTTPClient says so of a stream the server refused (an HTTP/2 GOAWAY) too: the caller's
                 // cancellation was caught above.
-                return InterceptorError(.transportFailed, "\(target): the request was cancelled on its connection (\(error))")
+                return InterceptorError(.transportFailed, "\(target): the request was cancelled on its connection (\(error))", cause: error)
             case .alreadyShutdown:
-                return InterceptorError(.shutdown, "the interceptor was shut down")
+                return InterceptorError(.shutdown, "the interceptor was shut down", cause: error)
             default:
                 break
             }
         case is CancellationError:
-            return InterceptorError(.cancelled, "the request to \(target) was cancelled")
+            return InterceptorError(.cancelled, "the request to \(target) was cancelled", cause: error)
         default:
             break
         }
-        return InterceptorError(.transportFailed, "\(target): \(error)")
+        return InterceptorError(.transportFailed, "\(target): \(error)", cause: error)
     }
 
     /// Shuts every client down (requests still running fail) and returns once all are.
     public func shutdown() async {
+        isShutDown.withLock { $0 = true }
         await origins.shutdown()
         try? await passthrough.shutdown()
+    }
+
+    // Dropped without shutdown(): logged, and the clients closed in the background (OriginClients does the same for
+    // the origins' clients once no response body holds them), never a stopped process.
+    deinit {
+        guard !isShutDown.withLock({ $0 }) else { return }
+        DroppedClients.shutDown([passthrough], owner: "InterceptingHTTPClient", logger: logger)
     }
 }
 

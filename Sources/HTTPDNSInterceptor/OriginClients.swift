@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import HTTPDNSCore
+import HTTPDNSNetworking
 import HTTPDNSSynchronization
+import Logging
 
 /// The AsyncHTTPClients the interceptor sends through: one per (host, address), because `dnsOverride` is fixed per
 /// client and maps a host to one address. Each keeps its own pool of connections to that address, which carry the
@@ -59,9 +61,19 @@ final class OriginClients: Sendable {
     private let makeClient: @Sendable (Key) -> HTTPClient
     private let state = Mutex(State())
 
-    init(limit: Int, makeClient: @escaping @Sendable (Key) -> HTTPClient) {
+    private let logger: Logger
+
+    init(limit: Int, logger: Logger, makeClient: @escaping @Sendable (Key) -> HTTPClient) {
         self.limit = limit
+        self.logger = logger
         self.makeClient = makeClient
+    }
+
+    // Dropped without shutdown() (no lease or closing client holds it any more): the clients left are shut down in
+    // the background, with a warning, instead of stopping a debug build in AsyncHTTPClient's deinit.
+    deinit {
+        let left = state.withLock { state in state.shutdown == nil ? state.entries.values.map(\.client) + state.retired.values.map(\.client) : [] }
+        DroppedClients.shutDown(left, owner: "InterceptingHTTPClient", logger: logger)
     }
 
     /// How many clients are kept (retired ones still streaming included).

@@ -45,11 +45,11 @@ public struct Redirect: Sendable, Hashable {
             }
             next = canonical
         } catch let error as CanonicalRequestError {
-            throw InterceptorError(.invalidRedirect, "\(from.url) answered \(status) with a Location that cannot be sent: \(error.reason)")
+            throw InterceptorError(.invalidRedirect, "\(from.url) answered \(status) with a Location that cannot be sent: \(error.reason)", cause: error)
         } catch let error as InterceptorError {
             throw error
         } catch {
-            throw InterceptorError(.invalidRedirect, "\(error)")
+            throw InterceptorError(.invalidRedirect, "\(error)", cause: error)
         }
         if from.scheme == "https", next.scheme == "http", !allowingInsecure {
             throw InterceptorError(.insecureRedirect, "\(from.url) redirects to \(url), from https to http; refused")

@@ -1,3 +1,4 @@
+import HTTPDNSCore
 import HTTPDNSSynchronization
 import Logging
 import NIOCore
@@ -26,7 +27,7 @@ public final class MetricsHTTPServer: Service, Sendable {
         /// Default 16: scrapers are few.
         public var maxConnections = 16
         /// Default 30 s.
-        public var idleTimeout = TimeAmount.seconds(30)
+        public var idleTimeout: Duration = .seconds(30)
 
         public init() {}
     }
@@ -76,7 +77,7 @@ public final class MetricsHTTPServer: Service, Sendable {
         defer { listening.finish() }
         let open = OpenConnections(limit: configuration.maxConnections)
         let exposition = exposition
-        let idleTimeout = configuration.idleTimeout
+        let idleTimeout = configuration.idleTimeout.clampedNanoseconds
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -91,7 +92,7 @@ public final class MetricsHTTPServer: Service, Sendable {
                         withPipeliningAssistance: true,
                         withErrorHandling: true
                     )
-                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout))
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .nanoseconds(idleTimeout)))
                     try channel.pipeline.syncOperations.addHandler(MetricsRequestHandler(exposition: exposition))
                 }
             }

@@ -3,7 +3,7 @@ import NIOCore
 /// Runs `operation` against `deadline`: its result if it ends first, nil if the deadline comes first (the operation
 /// is then cancelled). For work whose own timeouts do not cover all of it, such as an AsyncHTTPClient body, which
 /// its request deadline stops watching once the head arrives.
-public func withDeadline<Result: Sendable>(
+package func withDeadline<Result: Sendable>(
     _ deadline: NIODeadline,
     _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result? {

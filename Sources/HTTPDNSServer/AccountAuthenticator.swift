@@ -1,7 +1,7 @@
 import HTTPDNSWire
 import Hummingbird
 
-/// Checks the account and signature of the `/{account}/…` endpoints (WIRE-FORMATS.md §1).
+/// Checks the account and signature of the `/{account}/…` endpoints (docs/WIRE-FORMATS.md §1).
 ///
 /// Signatures are ``RequestSignature``'s: HMAC-SHA256 by default, md5 only for accounts that enable it. Secrets
 /// never leave this type.

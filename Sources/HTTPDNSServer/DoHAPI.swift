@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdCore
 import NIOCore
 
-/// DNS over HTTPS (RFC 8484, WIRE-FORMATS.md §2) and JSON DNS (§3), both at `/dns-query`.
+/// DNS over HTTPS (RFC 8484, docs/WIRE-FORMATS.md §2) and JSON DNS (§3), both at `/dns-query`.
 struct DoHAPI: Sendable {
     let resolver: ResolverCache
     let configuration: HTTPDNSServerConfiguration

@@ -24,11 +24,11 @@ public struct HTTPDNSServerConfiguration: Sendable {
     public var rateLimitBurst: Double = 200
     /// A connection with no request in progress is closed after this long, so idle or slow clients cannot hold
     /// every descriptor. Default 60 s.
-    public var idleTimeoutSeconds: Int64 = 60
+    public var idleTimeout: Duration = .seconds(60)
     /// A request head (HTTP/1.1), a header block or the client's preface (HTTP/2), and the TLS handshake must each
     /// be complete within this long of their first byte; past it the connection closes (HTTP/1.1 with 408). The
     /// idle timeout, when shorter, is used instead. Default 10 s.
-    public var headerTimeoutSeconds: Int64 = 10
+    public var headerTimeout: Duration = .seconds(10)
     /// Connections open at once; past it the service stops accepting until one closes. Keep it under the process's
     /// descriptor limit (`ulimit -n`). Default 1,024.
     public var maxConnections: Int = 1024
@@ -39,13 +39,15 @@ public struct HTTPDNSServerConfiguration: Sendable {
     /// work ends; a cache hit answered as it is read takes none); a stream past it is refused with REFUSED_STREAM.
     /// Default 5,000.
     public var maxOpenStreams: Int = 5_000
-    /// `Retry-After` seconds sent with 503 UpstreamUnavailable. Default 5.
-    public var upstreamRetryAfterSeconds: Int = 5
+    /// The `Retry-After` sent with 503 UpstreamUnavailable, in whole seconds (a fraction is rounded up).
+    /// Default 5 s.
+    public var upstreamRetryAfter: Duration = .seconds(5)
 
     /// Accounts for the `/{account}/…` endpoints, by account id.
     public var accounts: [String: Account] = [:]
-    /// How far in the future a signed request's expiry `t` may be. Default 600 s.
-    public var signatureMaxValiditySeconds: Int64 = 600
+    /// How far in the future a signed request's expiry `t` may be: whole seconds (a fraction is dropped), at least
+    /// one. Default 600 s.
+    public var signatureMaxValidity: Duration = .seconds(600)
 
     /// The name `/readyz` resolves through the upstream (bypassing the cache) to prove an upstream answers. Any
     /// answer, NXDOMAIN included, counts. Default `readyz.invalid` (RFC 6761: always NXDOMAIN, never leaks).
@@ -79,17 +81,17 @@ public struct HTTPDNSServerConfiguration: Sendable {
         guard rateLimitPerSecond == 0 || (rateLimitBurst >= 1 && rateLimitBurst.isFinite) else {
             throw ConfigurationError(key: "rateLimitBurst", reason: "must be a number ≥ 1, not \(rateLimitBurst)")
         }
-        guard idleTimeoutSeconds > 0 else {
-            throw ConfigurationError(key: "idleTimeoutSeconds", reason: "must be a positive number of seconds, not \(idleTimeoutSeconds)")
+        guard idleTimeout > .zero else {
+            throw ConfigurationError(key: "idleTimeout", reason: "must be a positive duration, not \(idleTimeout)")
         }
-        guard headerTimeoutSeconds > 0 else {
-            throw ConfigurationError(key: "headerTimeoutSeconds", reason: "must be a positive number of seconds, not \(headerTimeoutSeconds)")
+        guard headerTimeout > .zero else {
+            throw ConfigurationError(key: "headerTimeout", reason: "must be a positive duration, not \(headerTimeout)")
         }
-        guard upstreamRetryAfterSeconds >= 0 else {
-            throw ConfigurationError(key: "upstreamRetryAfterSeconds", reason: "must be a number of seconds ≥ 0, not \(upstreamRetryAfterSeconds)")
+        guard upstreamRetryAfter >= .zero else {
+            throw ConfigurationError(key: "upstreamRetryAfter", reason: "must be a duration ≥ 0, not \(upstreamRetryAfter)")
         }
-        guard signatureMaxValiditySeconds > 0 else {
-            throw ConfigurationError(key: "signatureMaxValiditySeconds", reason: "must be a positive number of seconds, not \(signatureMaxValiditySeconds)")
+        guard signatureMaxValidity >= .seconds(1) else {
+            throw ConfigurationError(key: "signatureMaxValidity", reason: "must be at least one second, not \(signatureMaxValidity)")
         }
         for (id, account) in accounts.sorted(by: { $0.key < $1.key }) {
             guard !id.isEmpty, id.utf8.allSatisfy({ $0 != UInt8(ascii: "/") && $0 > 0x20 }) else {
@@ -101,6 +103,12 @@ public struct HTTPDNSServerConfiguration: Sendable {
             throw ConfigurationError(key: "readinessProbeName", reason: "'\(readinessProbeName)' is not a host name")
         }
     }
+
+    /// ``upstreamRetryAfter`` as `Retry-After` sends it: whole seconds, rounded up.
+    var upstreamRetryAfterSeconds: Int { Int(upstreamRetryAfter.roundedUpSeconds) }
+
+    /// ``signatureMaxValidity`` in the whole seconds of a request's `t`, rounded down.
+    var signatureMaxValiditySeconds: Int64 { max(signatureMaxValidity.components.seconds, 0) }
 
     /// The TLS server configuration from the PEM files, or nil without them.
     /// - Throws: ``TLSFilesError`` naming the file that could not be used.

@@ -41,15 +41,18 @@ public struct HTTPDNSService: Sendable {
         native = NativeAPI(resolver: resolver, configuration: configuration)
         let relay = (resolver.source as? any MessageRelaying).map { source in
             var relayed = RelayedAnswers.Configuration()
-            relayed.minTTLSeconds = resolver.configuration.minTTLSeconds
-            relayed.maxTTLSeconds = resolver.configuration.maxTTLSeconds
-            relayed.negativeTTLSeconds = resolver.configuration.negativeTTLSeconds
-            relayed.minNegativeTTLSeconds = resolver.configuration.minNegativeTTLSeconds
-            relayed.maxNegativeTTLSeconds = resolver.configuration.maxNegativeTTLSeconds
-            relayed.maxStaleSeconds = resolver.configuration.maxStaleSeconds
-            relayed.staleTTLSeconds = resolver.configuration.staleAnswerTTLSeconds
-            relayed.staleAnswerClientTimeoutMs = resolver.configuration.staleAnswerClientTimeoutMs
-            relayed.staleRefreshRetrySeconds = resolver.configuration.staleRefreshRetrySeconds
+            // The cache's settings in the relayed answers' whole seconds and milliseconds (the TTL clamps are whole
+            // seconds already; the rest round up, so a short but non-zero setting stays non-zero).
+            let cache = resolver.configuration
+            relayed.minTTLSeconds = cache.minTTL.roundedUpSeconds
+            relayed.maxTTLSeconds = cache.maxTTL.roundedUpSeconds
+            relayed.negativeTTLSeconds = cache.negativeTTL.roundedUpSeconds
+            relayed.minNegativeTTLSeconds = cache.minNegativeTTL.roundedUpSeconds
+            relayed.maxNegativeTTLSeconds = cache.maxNegativeTTL.roundedUpSeconds
+            relayed.maxStaleSeconds = cache.maxStale.roundedUpSeconds
+            relayed.staleTTLSeconds = cache.staleAnswerTTL.roundedUpSeconds
+            relayed.staleAnswerClientTimeoutMs = cache.staleAnswerClientTimeout.roundedUpMilliseconds
+            relayed.staleRefreshRetrySeconds = cache.staleRefreshRetry.roundedUpSeconds
             return RelayedAnswers(relay: source, clock: clock, configuration: relayed)
         }
         doh = DoHAPI(resolver: resolver, configuration: configuration, relay: relay)
@@ -131,14 +134,14 @@ public struct HTTPDNSService: Sendable {
     }
 
     /// The service as a Hummingbird application, with cache hits for `/d` and `/dns-query` answered on the event
-    /// loop (`CacheHitHandler`) and everything else through ``makeRouter()``.
+    /// loop (``CacheHitResponder``) and everything else through ``makeRouter()``.
     /// - Parameters:
     ///   - logger: the service's logger.
     ///   - onListening: called with the bound port once the server listens.
     public func makeApplication(logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let cacheHits = cacheHitResponder(logger: logger)
-        let idleTimeout = Duration.seconds(configuration.idleTimeoutSeconds)
-        let headerTimeout = Duration.seconds(configuration.headerTimeoutSeconds)
+        let idleTimeout = configuration.idleTimeout
+        let headerTimeout = configuration.headerTimeout
         let router = makeRouter()
         let server: HTTPServerBuilder
         if let tls = try configuration.tlsConfiguration() {

@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdCore
 import NIOCore
 
-/// The native HTTPDNS API (WIRE-FORMATS.md §1): `/d` for one host, `/resolve` for a batch, with JSON answers.
+/// The native HTTPDNS API (docs/WIRE-FORMATS.md §1): `/d` for one host, `/resolve` for a batch, with JSON answers.
 struct NativeAPI: Sendable {
     let resolver: ResolverCache
     let configuration: HTTPDNSServerConfiguration

@@ -6,7 +6,7 @@ import Hummingbird
 import NIOCore
 
 /// An error the service answers with: an HTTP status and a JSON body `{"code": …, "message": …}` whose code is
-/// stable (WIRE-FORMATS.md §1), plus optional headers such as `Retry-After`.
+/// stable (docs/WIRE-FORMATS.md §1), plus optional headers such as `Retry-After`.
 struct ServiceError: HTTPResponseError {
     let status: HTTPResponse.Status
     let code: NativeErrorCode

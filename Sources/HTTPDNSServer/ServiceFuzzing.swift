@@ -1,3 +1,6 @@
+// Built only with the package trait `Fuzzing`, which Fuzz/Package.swift enables: no product a user installs
+// holds the fuzz entry points or NIOEmbedded.
+#if Fuzzing
 import HTTPDNSCore
 import HummingbirdCore
 @_spi(Fuzzing) import HTTPDNSServerTransport
@@ -77,3 +80,4 @@ extension ServiceFuzzing {
         return nil
     }
 }
+#endif

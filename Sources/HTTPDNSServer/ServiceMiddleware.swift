@@ -38,7 +38,7 @@ struct ServiceMiddleware: RouterMiddleware {
 }
 
 /// The checks every request passes before any work is done for it: the target's length and the client's rate.
-/// Shared by the router's middleware and ``CacheHitHandler``, so both paths take tokens from the same buckets.
+/// Shared by the router's middleware and ``CacheHitResponder``, so both paths take tokens from the same buckets.
 struct Admission: Sendable {
     let maxURLLength: Int
     let rateLimiter: RateLimiter?

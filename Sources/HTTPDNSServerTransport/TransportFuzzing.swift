@@ -1,3 +1,6 @@
+// Built only with the package trait `Fuzzing`, which Fuzz/Package.swift enables: no product a user installs
+// holds the fuzz entry points or NIOEmbedded.
+#if Fuzzing
 import HTTPDNSSynchronization
 import HummingbirdCore
 import Logging
@@ -212,3 +215,4 @@ private final class RecordingRouter: RouterResponding {
         return Response(status: .ok)
     }
 }
+#endif

@@ -36,12 +36,12 @@ public struct HealthSettings: Sendable {
     public var hosts: [HostName] = []
     /// Names whose private answers are not a hijack (internal services).
     public var allowPrivate = HostPatterns()
-    /// How long each probe may take. Default 2000 ms; at most 60000.
-    public var timeoutMs = 2000
+    /// How long each probe may take (`timeoutMs`). Default 2000 ms; at most 60000 ms.
+    public var timeout: Duration = .milliseconds(2000)
     /// A certificate that expires within this many days makes the service degraded. Default 14.
     public var expiryWarningDays = 14
-    /// Repeat the checks every this many seconds; nil: once.
-    public var watchSeconds: Int?
+    /// Repeat the checks this often (`watchSeconds`); nil: once.
+    public var watch: Duration?
     public var json = false
 
     /// Reads every key and checks that the libraries accept what they make.
@@ -53,7 +53,7 @@ public struct HealthSettings: Sendable {
         let pins = try await reader.strings(Self.pins) ?? []
         if let value = try await reader.int(Self.timeoutMs) {
             guard value <= 60_000 else { throw SettingError("--timeout-ms (timeoutMs, HTTPDNS_TIMEOUT_MS) must be at most 60000, not \(value)") }
-            timeoutMs = value
+            timeout = .milliseconds(value)
         }
         if !servers.isEmpty {
             // Each was checked as it was read, so parsing again cannot fail.
@@ -61,8 +61,8 @@ public struct HealthSettings: Sendable {
             connection.serverName = serverName
             connection.extraTrustRootsPEMFile = cacert
             connection.pins = pins.compactMap { try? SPKIPin(parsing: $0) }
-            connection.budgetMs = timeoutMs
-            connection.attemptTimeoutMs = timeoutMs
+            connection.budget = timeout
+            connection.attemptTimeout = timeout
             service = connection
         } else if serverName != nil || cacert != nil || !pins.isEmpty {
             throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL")
@@ -70,7 +70,7 @@ public struct HealthSettings: Sendable {
         dnsServers = (try await reader.strings(Self.dns) ?? []).compactMap { try? DNSServerAddress(parsing: $0) }
         if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }
         // c-ares's own timeout per try, doubled on the second: both tries fit in the probe's time (1/3 + 2/3).
-        cares.timeoutMs = max(1, timeoutMs / 3)
+        cares.timeout = max(.milliseconds(1), timeout / 3)
         cares.tries = 2
         hosts = (try await reader.strings(Self.hosts) ?? Self.defaultHosts).compactMap { try? HostName($0) }
         guard !hosts.isEmpty else { throw SettingError("--host (hosts, HTTPDNS_HOSTS) must name at least one probe name") }
@@ -82,9 +82,11 @@ public struct HealthSettings: Sendable {
             throw SettingError("--allow-private: \(error)")
         }
         if let value = try await reader.int(Self.expiryWarningDays) { expiryWarningDays = value }
-        watchSeconds = try await reader.int(Self.watchSeconds)
-        if let seconds = watchSeconds, seconds > 86_400 {
-            throw SettingError("--watch (watchSeconds, HTTPDNS_WATCH_SECONDS) must be at most 86400 seconds (a day), not \(seconds)")
+        if let seconds = try await reader.int(Self.watchSeconds) {
+            guard seconds <= 86_400 else {
+                throw SettingError("--watch (watchSeconds, HTTPDNS_WATCH_SECONDS) must be at most 86400 seconds (a day), not \(seconds)")
+            }
+            watch = .seconds(seconds)
         }
         json = try await reader.bool(Self.json) ?? false
         do {

@@ -72,17 +72,17 @@ public struct ResolveSettings: Sendable {
             connection.extraTrustRootsPEMFile = cacert
             connection.pins = pins.compactMap { try? SPKIPin(parsing: $0) }
             if let budgetMs {
-                connection.budgetMs = budgetMs
-                connection.attemptTimeoutMs = min(connection.attemptTimeoutMs, budgetMs)
+                connection.budget = .milliseconds(budgetMs)
+                connection.attemptTimeout = min(connection.attemptTimeout, connection.budget)
             }
             if let attemptTimeoutMs {
-                guard attemptTimeoutMs <= connection.budgetMs else {
+                guard .milliseconds(attemptTimeoutMs) <= connection.budget else {
                     throw SettingError(
                         "--attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) must be at most the budget, "
-                            + "--budget-ms (\(connection.budgetMs) ms), not \(attemptTimeoutMs)"
+                            + "--budget-ms (\(Int(connection.budget / .milliseconds(1))) ms), not \(attemptTimeoutMs)"
                     )
                 }
-                connection.attemptTimeoutMs = attemptTimeoutMs
+                connection.attemptTimeout = .milliseconds(attemptTimeoutMs)
             }
             service = connection
         }
@@ -97,7 +97,7 @@ public struct ResolveSettings: Sendable {
             caresKeysSet.append(Self.tcp.key)
         }
         if let value = try await reader.int(Self.timeoutMs) {
-            cares.timeoutMs = value
+            cares.timeout = .milliseconds(value)
             caresKeysSet.append(Self.timeoutMs.key)
         }
         if let value = try await reader.int(Self.tries) {
@@ -143,7 +143,7 @@ public struct ResolveSettings: Sendable {
         do {
             try cares.validate()
         } catch {
-            let flag = ["timeoutMs": Self.timeoutMs, "tries": Self.tries][error.key]?.flag ?? error.key
+            let flag = ["timeout": Self.timeoutMs, "tries": Self.tries][error.key]?.flag ?? error.key
             throw SettingError("\(flag) \(error.reason)")
         }
     }

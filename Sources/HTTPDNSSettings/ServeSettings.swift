@@ -75,8 +75,8 @@ public struct ServeSettings: Sendable {
         // Documented: a burst below 1 is raised to 1 (a bucket must hold at least one request).
         if let value = try await reader.double(Self.rateLimitBurst) { server.rateLimitBurst = max(1, value) }
         if let value = try await reader.int(Self.maxConnections) { server.maxConnections = value }
-        if let value = try await reader.int(Self.idleTimeoutSeconds) { server.idleTimeoutSeconds = Int64(value) }
-        if let value = try await reader.int(Self.headerTimeoutSeconds) { server.headerTimeoutSeconds = Int64(value) }
+        if let value = try await reader.int(Self.idleTimeoutSeconds) { server.idleTimeout = .seconds(value) }
+        if let value = try await reader.int(Self.headerTimeoutSeconds) { server.headerTimeout = .seconds(value) }
         if let value = try await reader.int(Self.maxRequestBodyBytesHeld) { server.maxRequestBodyBytesHeld = value }
         if let value = try await reader.int(Self.maxOpenStreams) { server.maxOpenStreams = value }
         if let value = try await reader.string(Self.logLevel) { logLevel = value }
@@ -89,17 +89,17 @@ public struct ServeSettings: Sendable {
                 )
             }
         }
-        if let value = try await reader.int(Self.upstreamTimeoutMs) { upstream.timeoutMs = value }
+        if let value = try await reader.int(Self.upstreamTimeoutMs) { upstream.timeout = .milliseconds(value) }
         if let value = try await reader.int(Self.upstreamTries) { upstream.tries = value }
         if let value = try await reader.int(Self.cacheMaxEntries) { cache.maxEntries = value }
-        if let value = try await reader.int(Self.cacheMinTTLSeconds) { cache.minTTLSeconds = UInt32(value) }
-        if let value = try await reader.int(Self.cacheMaxTTLSeconds) { cache.maxTTLSeconds = UInt32(value) }
-        if let value = try await reader.int(Self.cacheNegativeTTLSeconds) { cache.negativeTTLSeconds = UInt32(value) }
-        if let value = try await reader.int(Self.cacheMaxStaleSeconds) { cache.maxStaleSeconds = UInt32(value) }
+        if let value = try await reader.int(Self.cacheMinTTLSeconds) { cache.minTTL = .seconds(value) }
+        if let value = try await reader.int(Self.cacheMaxTTLSeconds) { cache.maxTTL = .seconds(value) }
+        if let value = try await reader.int(Self.cacheNegativeTTLSeconds) { cache.negativeTTL = .seconds(value) }
+        if let value = try await reader.int(Self.cacheMaxStaleSeconds) { cache.maxStale = .seconds(value) }
         // c-ares reports no negative TTL, so cacheNegativeTTLSeconds is the one every negative answer gets: the
         // negative clamps widen to let it through.
-        cache.maxNegativeTTLSeconds = max(cache.maxNegativeTTLSeconds, cache.negativeTTLSeconds)
-        cache.minNegativeTTLSeconds = min(cache.minNegativeTTLSeconds, cache.negativeTTLSeconds)
+        cache.maxNegativeTTL = max(cache.maxNegativeTTL, cache.negativeTTL)
+        cache.minNegativeTTL = min(cache.minNegativeTTL, cache.negativeTTL)
         try validate()
     }
 
@@ -109,11 +109,11 @@ public struct ServeSettings: Sendable {
         "tlsCertificatePath": tlsCert, "tlsKeyPath": tlsKey,
         "maxHostsPerBatch": maxHostsPerBatch, "maxURLLength": maxURLLength, "maxDNSMessageBytes": maxDNSMessageBytes,
         "rateLimitPerSecond": rateLimitPerSecond, "rateLimitBurst": rateLimitBurst, "accounts": accounts,
-        "maxConnections": maxConnections, "idleTimeoutSeconds": idleTimeoutSeconds, "headerTimeoutSeconds": headerTimeoutSeconds,
+        "maxConnections": maxConnections, "idleTimeout": idleTimeoutSeconds, "headerTimeout": headerTimeoutSeconds,
         "maxRequestBodyBytesHeld": maxRequestBodyBytesHeld, "maxOpenStreams": maxOpenStreams,
-        "timeoutMs": upstreamTimeoutMs, "tries": upstreamTries,
-        "maxEntries": cacheMaxEntries, "minTTLSeconds": cacheMinTTLSeconds, "maxTTLSeconds": cacheMaxTTLSeconds,
-        "negativeTTLSeconds": cacheNegativeTTLSeconds, "maxStaleSeconds": cacheMaxStaleSeconds,
+        "timeout": upstreamTimeoutMs, "tries": upstreamTries,
+        "maxEntries": cacheMaxEntries, "minTTL": cacheMinTTLSeconds, "maxTTL": cacheMaxTTLSeconds,
+        "negativeTTL": cacheNegativeTTLSeconds, "maxStale": cacheMaxStaleSeconds,
     ]
 
     /// A library's error, every library key in it (the one it is about, and any its reason names) replaced by the

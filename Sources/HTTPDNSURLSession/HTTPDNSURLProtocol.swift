@@ -45,7 +45,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
         let cookies: HTTPCookieStorage?
         let setsCookies: Bool
         let cache: URLCache?
-        let timeout: TimeAmount
+        let timeout: Duration
         /// The configuration's `httpAdditionalHeaders`, which FoundationNetworking adds in its own transport only.
         let additionalHeaders: [(String, String)]
 
@@ -163,7 +163,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
         // The request's own interval when it is not URLRequest's default (60 s), else the configuration's; at most a
         // day, so the conversion cannot overflow.
         let interval = request.timeoutInterval > 0 && request.timeoutInterval != 60 ? request.timeoutInterval : nil
-        let timeout = interval.map { TimeAmount.milliseconds(Int64(min($0, 86_400) * 1000)) } ?? installation.timeout
+        let timeout = interval.map { Duration.milliseconds(Int64(min($0, 86_400) * 1000)) } ?? installation.timeout
         let response: InterceptingHTTPClient.Response
         do {
             if let stream = request.httpBodyStream {
@@ -264,7 +264,7 @@ open class HTTPDNSURLProtocol: URLProtocol {
         case .tooManyRedirects?: code = .httpTooManyRedirects
         case .insecureRedirect?: code = .appTransportSecurityRequiresSecureConnection
         case .invalidRedirect?: code = .badServerResponse
-        case .transportFailed?, .shutdown?, nil: code = .networkConnectionLost
+        default: code = .networkConnectionLost  // transportFailed, shutdown, a code added later, or not ours
         }
         return URLError(code, userInfo: [NSLocalizedDescriptionKey: "\(error)", NSURLErrorFailingURLErrorKey: url, NSUnderlyingErrorKey: error])
     }

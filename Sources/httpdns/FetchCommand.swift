@@ -200,7 +200,7 @@ struct FetchCommand: AsyncParsableCommand {
     private func exchange(_ canonical: CanonicalRequest, fields: [CanonicalRequest.Header], client: InterceptingHTTPClient, urlSession: Bool) async throws {
         var headers = HTTPHeaders()
         for field in fields { headers.add(name: field.name, value: field.value) }
-        let timeout = TimeAmount.milliseconds(Int64(timeoutMs ?? 30_000))
+        let timeout = Duration.milliseconds(timeoutMs ?? 30_000)
         let head: FetchedHead
         let body: HTTPClientResponse.Body
         if urlSession {

@@ -14,14 +14,14 @@ enum URLSessionFetch {
         headers: [CanonicalRequest.Header],
         data: String?,
         client: InterceptingHTTPClient,
-        timeout: TimeAmount
+        timeout: Duration
     ) async throws -> (FetchedHead, AsyncThrowingStream<ByteBuffer, any Error>) {
         guard let target = URL(string: url) else { throw InterceptorError(.invalidRequest, "'\(url)' is not a URL URLSession can take") }
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = Double(timeout.nanoseconds) / 1e9
+        configuration.timeoutIntervalForRequest = timeout / .seconds(1)
         try HTTPDNSURLProtocol.install(client, into: configuration, streaming: true)
         var request = URLRequest(url: target)
-        request.timeoutInterval = Double(timeout.nanoseconds) / 1e9
+        request.timeoutInterval = timeout / .seconds(1)
         request.httpMethod = method
         for header in headers { request.addValue(header.value, forHTTPHeaderField: header.name) }
         request.httpBody = data.map { Data($0.utf8) }

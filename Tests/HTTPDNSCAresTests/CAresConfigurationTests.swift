@@ -5,10 +5,10 @@ import Testing
 /// c-ares's settings are checked before a channel is made.
 extension CAresSourceTests {
     @Suite struct Configuration {
-        @Test(arguments: [("timeoutMs", 0, 2), ("tries", 1000, 0), ("timeoutMs", -5, 1)])
+        @Test(arguments: [("timeout", 0, 2), ("tries", 1000, 0), ("timeout", -5, 1)])
         func unworkableSettingsThrowNamingTheSetting(key: String, timeoutMs: Int, tries: Int) {
             var configuration = CAresSource.Configuration(servers: [DNSServerAddress(ip: .v4(IPv4Address("127.0.0.1")!), port: 9)])
-            configuration.timeoutMs = timeoutMs
+            configuration.timeout = .milliseconds(timeoutMs)
             configuration.tries = tries
             let error = #expect(throws: ConfigurationError.self) { try CAresSource(configuration: configuration) }
             #expect(error?.key == key)

@@ -22,7 +22,7 @@ struct CAresSourceTests {
         tries: Int = 1
     ) throws -> CAresSource {
         var configuration = CAresSource.Configuration(servers: servers, transport: transport)
-        configuration.timeoutMs = timeoutMs
+        configuration.timeout = .milliseconds(timeoutMs)
         configuration.tries = tries
         return try CAresSource(configuration: configuration)
     }

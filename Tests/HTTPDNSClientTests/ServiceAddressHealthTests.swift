@@ -10,7 +10,7 @@ import Testing
     func at(_ seconds: Double) -> MonotonicInstant { MonotonicInstant(nanoseconds: start.nanoseconds + UInt64(seconds * 1e9)) }
 
     @Test func aFailedAddressWaitsOutItsCoolDownWhichDoubles() {
-        var health = ServiceAddressHealth(count: 2, coolDownSeconds: 1, maxCoolDownSeconds: 3)
+        var health = ServiceAddressHealth(count: 2, coolDown: .seconds(1), maxCoolDown: .seconds(3))
         #expect(health.order(now: start) == [0, 1])
         health.failed(0, now: start)
         #expect(health.order(now: at(0.5)) == [1, 0], "cooling: asked last")
@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test func theFasterHealthyAddressGoesFirst() {
-        var health = ServiceAddressHealth(count: 3, coolDownSeconds: 1, maxCoolDownSeconds: 60)
+        var health = ServiceAddressHealth(count: 3, coolDown: .seconds(1), maxCoolDown: .seconds(60))
         health.succeeded(0, latencyNanoseconds: 9_000_000)
         health.succeeded(1, latencyNanoseconds: 1_000_000)
         health.succeeded(2, latencyNanoseconds: 5_000_000)
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func whenAllAreCoolingTheSoonestDueIsStillTried() {
-        var health = ServiceAddressHealth(count: 2, coolDownSeconds: 1, maxCoolDownSeconds: 60)
+        var health = ServiceAddressHealth(count: 2, coolDown: .seconds(1), maxCoolDown: .seconds(60))
         health.failed(0, now: start)
         health.failed(0, now: at(1))
         health.failed(1, now: at(1))
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func aNetworkChangeForgetsFailuresAndLatencies() {
-        var health = ServiceAddressHealth(count: 2, coolDownSeconds: 1, maxCoolDownSeconds: 60)
+        var health = ServiceAddressHealth(count: 2, coolDown: .seconds(1), maxCoolDown: .seconds(60))
         health.failed(0, now: start)
         health.succeeded(1, latencyNanoseconds: 9_000_000)
         #expect(health.order(now: start) == [1, 0])

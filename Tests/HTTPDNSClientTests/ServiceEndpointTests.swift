@@ -40,9 +40,9 @@ import Testing
         let error = #expect(throws: ConfigurationError.self) { try NativeServiceSource(configuration: .init(servers: [])) }
         #expect(error?.key == "servers")
         var configuration = NativeServiceSource.Configuration(servers: [try! ServiceEndpoint(parsing: "https://127.0.0.1")])
-        configuration.connection.budgetMs = 0
+        configuration.connection.budget = .zero
         #expect(throws: ConfigurationError.self) { try NativeServiceSource(configuration: configuration) }
-        configuration.connection.budgetMs = 100
+        configuration.connection.budget = .milliseconds(100)
         configuration.connection.extraTrustRootsPEMFile = "/nonexistent/ca.pem"
         let cacert = #expect(throws: ConfigurationError.self) { try NativeServiceSource(configuration: configuration) }
         #expect(cacert?.key == "cacert")

@@ -7,9 +7,16 @@ import Testing
     @Test(arguments: [
         ("maxEntries", { @Sendable (c: inout ResolverCache.Configuration) in c.maxEntries = 0 }),
         ("maxPendingQueries", { @Sendable (c: inout ResolverCache.Configuration) in c.maxPendingQueries = -1 }),
-        ("minTTLSeconds", { @Sendable (c: inout ResolverCache.Configuration) in c.minTTLSeconds = 10; c.maxTTLSeconds = 5 }),
-        ("minNegativeTTLSeconds", { @Sendable (c: inout ResolverCache.Configuration) in c.minNegativeTTLSeconds = 10; c.maxNegativeTTLSeconds = 5 }),
-        ("staleAnswerClientTimeoutMs", { @Sendable (c: inout ResolverCache.Configuration) in c.staleAnswerClientTimeoutMs = -1 }),
+        ("minTTL", { @Sendable (c: inout ResolverCache.Configuration) in c.minTTL = .seconds(10); c.maxTTL = .seconds(5) }),
+        ("minNegativeTTL", { @Sendable (c: inout ResolverCache.Configuration) in c.minNegativeTTL = .seconds(10); c.maxNegativeTTL = .seconds(5) }),
+        ("staleAnswerClientTimeout", { @Sendable (c: inout ResolverCache.Configuration) in c.staleAnswerClientTimeout = .milliseconds(-1) }),
+        // A TTL clamp is a DNS TTL: whole seconds within UInt32.
+        ("minTTL", { @Sendable (c: inout ResolverCache.Configuration) in c.minTTL = .milliseconds(1500) }),
+        ("maxTTL", { @Sendable (c: inout ResolverCache.Configuration) in c.maxTTL = .seconds(-1) }),
+        ("negativeTTL", { @Sendable (c: inout ResolverCache.Configuration) in c.negativeTTL = .seconds(Int64(UInt32.max) + 1) }),
+        ("staleAnswerTTL", { @Sendable (c: inout ResolverCache.Configuration) in c.staleAnswerTTL = .nanoseconds(1) }),
+        ("maxStale", { @Sendable (c: inout ResolverCache.Configuration) in c.maxStale = .seconds(-1) }),
+        ("staleRefreshRetry", { @Sendable (c: inout ResolverCache.Configuration) in c.staleRefreshRetry = .milliseconds(-1) }),
         ("refreshAheadFraction", { @Sendable (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = 1.5 }),
         ("refreshAheadFraction", { @Sendable (c: inout ResolverCache.Configuration) in c.refreshAheadFraction = .nan }),
     ] as [(String, @Sendable (inout ResolverCache.Configuration) -> Void)])

@@ -70,7 +70,7 @@ import Testing
 
     @Test func concurrentCallersOfAnExpiredEntryShareTheFailedRefreshAndGetTheStaleAnswer() async throws {
         let f = try CacheFixture {
-            $0.refreshAheadFraction = 0; $0.staleAnswerTTLSeconds = 9
+            $0.refreshAheadFraction = 0; $0.staleAnswerTTL = .seconds(9)
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)

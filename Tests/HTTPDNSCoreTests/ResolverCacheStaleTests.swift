@@ -5,11 +5,11 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct ResolverCacheStaleTests {
     let name = host("www.example")
 
-    private func staleFixture(maxStaleSeconds: UInt32 = 300) throws -> CacheFixture {
+    private func staleFixture(maxStale: Duration = .seconds(300)) throws -> CacheFixture {
         try CacheFixture {
-            $0.staleAnswerTTLSeconds = 7
-            $0.maxStaleSeconds = maxStaleSeconds
-            $0.staleRefreshRetrySeconds = 30
+            $0.staleAnswerTTL = .seconds(7)
+            $0.maxStale = maxStale
+            $0.staleRefreshRetry = .seconds(30)
             $0.refreshAheadFraction = 0
         }
     }
@@ -20,9 +20,9 @@ import Testing
     /// stale answer; the refresh goes on and, once answered, fills the cache.
     @Test func aSlowRefreshAnswersTheCallerStaleAndStillFillsTheCache() async throws {
         let f = try CacheFixture {
-            $0.staleAnswerTTLSeconds = 7
+            $0.staleAnswerTTL = .seconds(7)
             $0.refreshAheadFraction = 0
-            $0.staleAnswerClientTimeoutMs = 20
+            $0.staleAnswerClientTimeout = .milliseconds(20)
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)
@@ -48,7 +48,7 @@ import Testing
 
     /// Without an expired entry to fall back on, a caller waits for the upstream however long it takes.
     @Test func theTimerNeverAnswersACallerWithNothingStale() async throws {
-        let f = try CacheFixture { $0.staleAnswerClientTimeoutMs = 1 }
+        let f = try CacheFixture { $0.staleAnswerClientTimeout = .milliseconds(1) }
         f.source.hold("www.example")
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         let caller = Task { try await f.cache.resolve(name, families: .ipv4) }
@@ -79,7 +79,7 @@ import Testing
         #expect(stale.ipv6 == [v6("2001:db8::1")])
         #expect(f.source.queryCount("www.example") == 2)
 
-        // Within staleRefreshRetrySeconds of the failure, stale answers come without asking upstream.
+        // Within staleRefreshRetry of the failure, stale answers come without asking upstream.
         f.clock.advance(seconds: 29.5)
         let quiet = try await f.cache.resolve(name)
         #expect(quiet.stale == true)
@@ -94,7 +94,7 @@ import Testing
         #expect(try await f.cache.resolve(name).stale == true)
         #expect(f.source.queryCount("www.example") == 3)
 
-        // Up to maxStaleSeconds past expiry (60 + 300 = 360) the stale answer is served...
+        // Up to maxStale past expiry (60 + 300 = 360) the stale answer is served...
         f.clock.advance(seconds: 269.5)  // t = 359.5
         #expect(try await f.cache.resolve(name).stale == true)
         #expect(f.source.queryCount("www.example") == 4)
@@ -116,8 +116,8 @@ import Testing
         #expect(stats.upstream("serverFailure") == 6)
     }
 
-    @Test func maxStaleSecondsZeroDisablesServeStale() async throws {
-        let f = try staleFixture(maxStaleSeconds: 0)
+    @Test func maxStaleZeroDisablesServeStale() async throws {
+        let f = try staleFixture(maxStale: .zero)
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
         _ = try await f.cache.resolve(name, families: .ipv4)
         f.source.fail("www.example", with: .timeout)
@@ -278,7 +278,7 @@ import Testing
         #expect(hit.stale == false)
         #expect(hit.ttlSeconds == 15)
         #expect(hit.ipv4 == [v4("192.0.2.1")])
-        // The failure postpones the next refresh-ahead by staleRefreshRetrySeconds (past this entry's expiry),
+        // The failure postpones the next refresh-ahead by staleRefreshRetry (past this entry's expiry),
         // so a fast-failing upstream is not asked again on every hit.
         #expect(f.cache.stats.pendingQueries == 0)
         #expect(f.source.queryCount("www.example") == 2)

@@ -154,7 +154,7 @@ import Testing
         let f = try CacheFixture {
             $0.maxEntries = 3
             $0.refreshAheadFraction = 0
-            $0.negativeTTLSeconds = 600
+            $0.negativeTTL = .seconds(600)
         }
         f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 60)
         f.source.script("b.example", ipv4: ["192.0.2.2"], ttl: 60)

@@ -90,7 +90,7 @@ import Testing
 
     @Test func minTTLClampsSmallTTLs() async throws {
         let f = try CacheFixture {
-            $0.minTTLSeconds = 10; $0.refreshAheadFraction = 0
+            $0.minTTL = .seconds(10); $0.refreshAheadFraction = 0
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 0)
         let first = try await f.cache.resolve(name, families: .ipv4)
@@ -112,7 +112,7 @@ import Testing
 
     @Test func maxTTLClampsLargeTTLs() async throws {
         let f = try CacheFixture {
-            $0.maxTTLSeconds = 120; $0.refreshAheadFraction = 0
+            $0.maxTTL = .seconds(120); $0.refreshAheadFraction = 0
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 86_400)
         let first = try await f.cache.resolve(name, families: .ipv4)
@@ -128,7 +128,7 @@ import Testing
 
     @Test func ttlWithinTheClampsIsKept() async throws {
         let f = try CacheFixture {
-            $0.minTTLSeconds = 10; $0.maxTTLSeconds = 120
+            $0.minTTL = .seconds(10); $0.maxTTL = .seconds(120)
         }
         f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 77)
         let answer = try await f.cache.resolve(name, families: .ipv4)
@@ -139,7 +139,7 @@ import Testing
     // MARK: Negative caching
 
     @Test func nxdomainIsCachedForTheDefaultNegativeTTL() async throws {
-        let f = try CacheFixture { $0.negativeTTLSeconds = 30 }
+        let f = try CacheFixture { $0.negativeTTL = .seconds(30) }
         f.source.scriptNegative("www.example", .nameNotFound)
 
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
@@ -163,7 +163,7 @@ import Testing
     }
 
     @Test func noDataIsCachedAsNoAddress() async throws {
-        let f = try CacheFixture { $0.negativeTTLSeconds = 45 }
+        let f = try CacheFixture { $0.negativeTTL = .seconds(45) }
         f.source.scriptNegative("www.example", .noData)
 
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name, families: .ipv6) }
@@ -183,7 +183,7 @@ import Testing
     }
 
     @Test func negativeTTLFromTheSourceIsUsed() async throws {
-        let f = try CacheFixture { $0.negativeTTLSeconds = 30 }
+        let f = try CacheFixture { $0.negativeTTL = .seconds(30) }
         f.source.scriptNegative("www.example", .nameNotFound, ttl: 120)
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
         #expect(error?.ttlSeconds == 120)
@@ -199,9 +199,9 @@ import Testing
     ])
     func negativeTTLIsClamped(sourceTTL: UInt32?, expected: UInt32) async throws {
         let f = try CacheFixture {
-            $0.negativeTTLSeconds = 30
-            $0.minNegativeTTLSeconds = 10
-            $0.maxNegativeTTLSeconds = 200
+            $0.negativeTTL = .seconds(30)
+            $0.minNegativeTTL = .seconds(10)
+            $0.maxNegativeTTL = .seconds(200)
         }
         f.source.scriptNegative("www.example", .nameNotFound, ttl: sourceTTL)
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }
@@ -219,8 +219,8 @@ import Testing
 
     @Test func defaultNegativeTTLIsClampedToo() async throws {
         let f = try CacheFixture {
-            $0.negativeTTLSeconds = 1_000
-            $0.maxNegativeTTLSeconds = 300
+            $0.negativeTTL = .seconds(1_000)
+            $0.maxNegativeTTL = .seconds(300)
         }
         f.source.scriptNegative("www.example", .noData)
         let error = await #expect(throws: ResolutionError.self) { try await f.cache.resolve(name) }

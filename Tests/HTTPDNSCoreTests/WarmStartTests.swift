@@ -18,7 +18,7 @@ import Testing
         // A restarted process whose source is down.
         let down = StaticSource(otherwise: .failure(.timeout))
         var configuration = ResolverCache.Configuration()
-        configuration.staleAnswerClientTimeoutMs = 0
+        configuration.staleAnswerClientTimeout = .zero
         let restarted = try ResolverCache(source: down, configuration: configuration, clock: ManualMonotonicClock())
         restarted.loadStale(entries)
         let answer = try await restarted.resolve(host("a.example"))
@@ -39,7 +39,7 @@ import Testing
     @Test func nothingPastTheStalenessLimitIsSaved() async throws {
         let clock = ManualMonotonicClock()
         var configuration = ResolverCache.Configuration()
-        configuration.maxStaleSeconds = 100
+        configuration.maxStale = .seconds(100)
         let cache = try ResolverCache(source: StaticSource(otherwise: .addresses(ipv4: ["192.0.2.1"], ipv6: [], ttl: 60)), configuration: configuration, clock: clock)
         _ = try await cache.resolve(host("a.example"), families: .ipv4)
         clock.advance(seconds: 120)

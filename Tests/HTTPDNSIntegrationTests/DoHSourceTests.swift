@@ -10,8 +10,8 @@ struct DoHSourceTests {
         var configuration = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
         configuration.connection.extraTrustRootsPEMFile = cacert
         configuration.method = method
-        configuration.connection.budgetMs = 20_000
-        configuration.connection.attemptTimeoutMs = 10_000
+        configuration.connection.budget = .seconds(20)
+        configuration.connection.attemptTimeout = .seconds(10)
         return try DoHSource(configuration: configuration)
     }
 
@@ -46,8 +46,8 @@ struct JSONDNSSourceTests {
         try await NativeServiceSourceTests.withService { url, certificate in
             var configuration = JSONDNSSource.Configuration(servers: [try ServiceEndpoint(parsing: url)])
             configuration.connection.extraTrustRootsPEMFile = certificate
-            configuration.connection.budgetMs = 20_000
-            configuration.connection.attemptTimeoutMs = 10_000
+            configuration.connection.budget = .seconds(20)
+            configuration.connection.attemptTimeout = .seconds(10)
             let source = try JSONDNSSource(configuration: configuration)
             do {
                 let answer = try await source.query(try HostName("serve.test"), families: .all)

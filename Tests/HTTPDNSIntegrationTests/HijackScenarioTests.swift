@@ -57,7 +57,7 @@ struct HijackScenarioTests {
     static func withResolver(
         _ peers: Peers,
         servers: [String]? = nil,
-        attemptTimeoutMs: Int = 10_000,
+        attemptTimeout: Duration = .seconds(10),
         strict: [String] = [],
         clock: ManualMonotonicClock = ManualMonotonicClock(),
         _ body: (HostResolver) async throws -> Void
@@ -65,8 +65,8 @@ struct HijackScenarioTests {
         var doh = DoHSource.Configuration(servers: try (servers ?? [peers.serviceURL]).map { try ServiceEndpoint(parsing: $0) })
         doh.connection.extraTrustRootsPEMFile = peers.certificate
         // Generous: these tests check which source answers, not how fast, on two shared cores.
-        doh.connection.budgetMs = 20_000
-        doh.connection.attemptTimeoutMs = attemptTimeoutMs
+        doh.connection.budget = .seconds(20)
+        doh.connection.attemptTimeout = attemptTimeout
         let trusted = try DoHSource(configuration: doh)
         let local = try CAresSource(configuration: .init(servers: [peers.liar.address]))
         do {
@@ -139,7 +139,7 @@ struct HijackScenarioTests {
                 let garbage = try await GarbageHTTPSServer.start(certificate: peers.certificate, key: peers.key)
                 defer { garbage.stop() }
                 let servers = ["https://127.0.0.1:\(slow.port)", "https://127.0.0.1:\(garbage.port)", peers.serviceURL]
-                try await Self.withResolver(peers, servers: servers, attemptTimeoutMs: 1000) { resolver in
+                try await Self.withResolver(peers, servers: servers, attemptTimeout: .seconds(1)) { resolver in
                     let bank = try await resolver.resolve(try HostName("bank.test"), families: .ipv4)
                     #expect(bank.source == "doh" && !bank.fallback && bank.resolution.ipv4 == [IPv4Address("127.0.0.5")!])
                     #expect(try peers.liar.queryCount("bank.test", type: "A") == 0)
@@ -221,10 +221,10 @@ struct HijackScenarioTests {
             try WarmStartFile.save(resolver.trusted.entries(), to: file)
             service.stop()
             var doh = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://127.0.0.1:\(service.port)")])
-            doh.connection.budgetMs = 2000
+            doh.connection.budget = .seconds(2)
             let down = try DoHSource(configuration: doh)
             var configuration = ResolverCache.Configuration()
-            configuration.staleAnswerClientTimeoutMs = 0
+            configuration.staleAnswerClientTimeout = .zero
             do {
                 let restarted = try ResolverCache(source: down, configuration: configuration)
                 restarted.loadStale(try WarmStartFile.load(from: file))

@@ -38,8 +38,8 @@ struct NativeServiceSourceTests {
         configuration.connection.serverName = serverName
         // Generous: these tests check which address answers, not how fast, and the tests around them start
         // processes on the same two cores.
-        configuration.connection.budgetMs = 20_000
-        configuration.connection.attemptTimeoutMs = 10_000
+        configuration.connection.budget = .seconds(20)
+        configuration.connection.attemptTimeout = .seconds(10)
         configure(&configuration)
         return try NativeServiceSource(configuration: configuration)
     }
@@ -93,8 +93,8 @@ struct NativeServiceSourceTests {
             // connect timeout (a long budget would otherwise end in a timeout).
             for serverName in ["wrong.test", nil] {
                 let source = try Self.source([url], cacert: certificate, serverName: serverName) {
-                    $0.connection.budgetMs = 20_000
-                    $0.connection.attemptTimeoutMs = 20_000
+                    $0.connection.budget = .seconds(20)
+                    $0.connection.attemptTimeout = .seconds(20)
                 }
                 try await Self.using(source) { source in
                     let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
@@ -106,7 +106,7 @@ struct NativeServiceSourceTests {
 
     @Test func aCertificateNotTrustedIsRejected() async throws {
         try await Self.withService { url, _ in
-            try await Self.using(try Self.source([url], cacert: nil) { $0.connection.budgetMs = 20_000; $0.connection.attemptTimeoutMs = 20_000 }) { source in
+            try await Self.using(try Self.source([url], cacert: nil) { $0.connection.budget = .seconds(20); $0.connection.attemptTimeout = .seconds(20) }) { source in
                 let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }
                 #expect(error?.code == .certificateRejected, "\(String(describing: error))")
             }
@@ -157,7 +157,7 @@ struct NativeServiceSourceTests {
             }
             let source = try Self.source([url], cacert: certificate) {
                 $0.connection.pins = [other]
-                $0.connection.attemptTimeoutMs = 20_000
+                $0.connection.attemptTimeout = .seconds(20)
             }
             try await Self.using(source) { source in
                 let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("serve.test"), families: .ipv4) }

@@ -1,7 +1,7 @@
 import HTTPDNSInterceptor
 import Testing
 
-/// Every rule of CACHE-STORAGE-POLICY.md in both modes: the spec's sample vectors and cases derived from each rule.
+/// Every rule of docs/CACHE-STORAGE-POLICY.md in both modes: the spec's sample vectors and cases derived from each rule.
 @Suite struct CacheStoragePolicyTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var mode: CacheStoragePolicy.Configuration.Mode = .standard

@@ -1,7 +1,7 @@
 import HTTPDNSInterceptor
 import Testing
 
-/// Every rule of CANONICAL-REQUEST.md in both modes: the spec's vectors, cases derived from each rule, idempotence,
+/// Every rule of docs/CANONICAL-REQUEST.md in both modes: the spec's vectors, cases derived from each rule, idempotence,
 /// and bad input.
 @Suite struct CanonicalRequestTests {
     typealias Header = CanonicalRequest.Header

@@ -5,7 +5,7 @@ import HTTPDNSServer
 import HummingbirdTesting
 import Testing
 
-/// Accounts and signatures (WIRE-FORMATS.md §1): every 403 row, both schemes.
+/// Accounts and signatures (docs/WIRE-FORMATS.md §1): every 403 row, both schemes.
 @Suite struct AccountTests {
     static let now: Int64 = 1_800_000_000
 
@@ -35,7 +35,7 @@ import Testing
     @Test func aValidSignatureIsAnswered() async throws {
         let t = Self.now + 300
         let s = Self.hmac("api.example.test-\(t)", "s3cret")
-        try await try fixture().test { client in
+        try await fixture().test { client in
             let response = try await client.execute(uri: "/signed/sign_d?host=api.example.test&t=\(t)&s=\(s)", method: .get)
             #expect(response.status == .ok)
             #expect(response.text.contains("192.0.2.10"))
@@ -46,7 +46,7 @@ import Testing
         let t = Self.now + 60
         let hosts = "api.example.test,v4.example.test"
         let s = Self.hmac("\(hosts)-\(t)", "s3cret")
-        try await try fixture().test { client in
+        try await fixture().test { client in
             let response = try await client.execute(uri: "/signed/sign_resolve?host=\(hosts)&t=\(t)&s=\(s)", method: .get)
             #expect(response.status == .ok)
             #expect(response.text.hasPrefix(#"{"dns":["#))
@@ -55,7 +55,7 @@ import Testing
 
     @Test func theMD5SchemeOnlyWhereEnabled() async throws {
         let t = Self.now + 60
-        try await try fixture().test { client in
+        try await fixture().test { client in
             let legacy = Self.md5("api.example.test-old-\(t)")
             #expect(try await client.execute(uri: "/legacy/sign_d?host=api.example.test&t=\(t)&s=\(legacy)", method: .get).status == .ok)
             let forSigned = Self.md5("api.example.test-s3cret-\(t)")
@@ -77,7 +77,7 @@ import Testing
             ("/signed/d?host=api.example.test", "UnsignedInterfaceDisabled"),
             ("/signed/resolve?host=api.example.test", "UnsignedInterfaceDisabled"),
         ]
-        try await try fixture().test { client in
+        try await fixture().test { client in
             for (uri, expected) in rows {
                 let response = try await client.execute(uri: uri, method: .get)
                 #expect(response.status == .forbidden, "\(uri)")
@@ -92,7 +92,7 @@ import Testing
 
     /// Extreme expiries are refused as invalid, never computed with (an overflow would stop the process).
     @Test func extremeExpiriesAreRefusedNotComputed() async throws {
-        try await try fixture().test { client in
+        try await fixture().test { client in
             for t in ["-9223372036854775808", "9223372036854775807", "0", "-1", "17179869180"] {
                 let response = try await client.execute(uri: "/signed/sign_d?host=api.example.test&t=\(t)&s=00", method: .get)
                 #expect(response.status == .forbidden, "t=\(t)")
@@ -102,7 +102,7 @@ import Testing
     }
 
     @Test func anOpenAccountAnswersUnsigned() async throws {
-        try await try fixture().test { client in
+        try await fixture().test { client in
             let response = try await client.execute(uri: "/open/d?host=api.example.test", method: .get)
             #expect(response.status == .ok)
         }

@@ -8,7 +8,7 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
-/// RFC 8484 (WIRE-FORMATS.md §2) and JSON DNS (§3) at /dns-query.
+/// RFC 8484 (docs/WIRE-FORMATS.md §2) and JSON DNS (§3) at /dns-query.
 @Suite struct DoHAPITests {
     /// A query as DoH clients send it: ID 0, RD, one question.
     static func query(_ name: String, type: UInt16) -> [UInt8] {

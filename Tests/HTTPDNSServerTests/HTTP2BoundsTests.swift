@@ -216,7 +216,9 @@ import Testing
         let answered = try await client.response(3)
         #expect(answered.status == "204")
         // Once every task has ended, nothing is counted any more.
-        let settled = try await client.channel.eventLoop.submit { client.connection.closedAndSettled() }.get()
+        // On the testing loop, which runs inside this task: nothing else touches the connection meanwhile.
+        nonisolated(unsafe) let connection = client.connection
+        let settled = try await client.channel.eventLoop.submit { connection.closedAndSettled() }.get()
         try await client.channel.close()
         try await settled.get()
         #expect(client.connection.occupiedStreams == 0)
@@ -238,7 +240,9 @@ import Testing
         let frames = try await client.drain()
         #expect(budget.bytesHeld == 5_000, "the router still has the body: \(frames)")
         #expect(Self.windowUpdates(frames, stream: 0) == [])
-        let settled = try await client.channel.eventLoop.submit { client.connection.closedAndSettled() }.get()
+        // On the testing loop, which runs inside this task: nothing else touches the connection meanwhile.
+        nonisolated(unsafe) let connection = client.connection
+        let settled = try await client.channel.eventLoop.submit { connection.closedAndSettled() }.get()
         router.releaseAll()
         try await client.channel.close()
         try await settled.get()

@@ -83,7 +83,11 @@ final class HTTP2TestClient {
         channel = NIOAsyncTestingChannel()
         // The testing channel only records the address; nothing is sent anywhere.
         try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9))
-        try await channel.pipeline.addHandler(connection)
+        // The handler is not Sendable: it is added on the testing loop, which runs its work inside this test's own
+        // task, so nothing else can touch it meanwhile.
+        nonisolated(unsafe) let handler = connection
+        let testing = channel
+        try await testing.testingEventLoop.executeInContext { try testing.pipeline.syncOperations.addHandler(handler) }
     }
 
     /// The client's preface and SETTINGS; checks the server's SETTINGS and its acknowledgement of the client's.

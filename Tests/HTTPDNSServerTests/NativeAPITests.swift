@@ -8,7 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// The native API (WIRE-FORMATS.md §1): shapes, TTLs, Cache-Control and every error row.
+/// The native API (docs/WIRE-FORMATS.md §1): shapes, TTLs, Cache-Control and every error row.
 @Suite struct NativeAPITests {
     static let dual: [String: StaticSource.Reply] = [
         "api.example.test": .addresses(ipv4: ["192.0.2.10"], ipv6: ["2001:db8::10"], ttl: 60),

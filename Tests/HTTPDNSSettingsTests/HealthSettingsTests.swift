@@ -32,10 +32,10 @@ import Testing
         #expect(settings.service == nil)
         #expect(settings.dnsServers.isEmpty, "the system's, read by the command")
         #expect(settings.hosts == [try HostName("example.com")])
-        #expect(settings.timeoutMs == 2000)
-        #expect(settings.cares.timeoutMs == 666 && settings.cares.tries == 2, "two tries, the second twice the first, fit in a probe's time")
+        #expect(settings.timeout == .milliseconds(2000))
+        #expect(settings.cares.timeout == .milliseconds(2000) / 3 && settings.cares.tries == 2, "two tries, the second twice the first, fit in a probe's time")
         #expect(settings.expiryWarningDays == 14)
-        #expect(settings.watchSeconds == nil)
+        #expect(settings.watch == nil)
         #expect(!settings.json)
     }
 
@@ -53,7 +53,7 @@ import Testing
         #expect(settings.dnsServers.map(\.description) == ["127.0.0.1:5353", "[::1]:53"])
         #expect(settings.allowPrivate.matches(try HostName("db.corp.example")))
         #expect(settings.service?.servers.map(\.description) == ["https://127.0.0.1:8443"])
-        #expect(settings.service?.budgetMs == 2000)
+        #expect(settings.service?.budget == .milliseconds(2000))
     }
 
     @Test(arguments: [

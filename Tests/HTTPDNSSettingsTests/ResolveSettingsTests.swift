@@ -38,7 +38,7 @@ import Testing
         let service = try #require(settings.service)
         #expect(service.servers.map(\.description) == ["https://127.0.0.1:8443", "https://[::1]:8443/base"])
         #expect(service.serverName == "dns.example" && service.pins.count == 1)
-        #expect(service.budgetMs == 500 && service.attemptTimeoutMs == 500, "an attempt never outlasts the budget")
+        #expect(service.budget == .milliseconds(500) && service.attemptTimeout == .milliseconds(500), "an attempt never outlasts the budget")
         #expect(settings.fallbacks == ["cares"] && settings.families == .ipv6)
     }
 
@@ -46,11 +46,11 @@ import Testing
     @Test func anAttemptTimeoutIsAtMostTheBudget() async throws {
         let service = ["source": ["doh"], "servers": ["https://127.0.0.1"]]
         let longer = try #require(try await settings(flags: service.merging(["attemptTimeoutMs": ["1500"]]) { $1 }).service)
-        #expect(longer.attemptTimeoutMs == 1500 && longer.budgetMs == 2000)
+        #expect(longer.attemptTimeout == .milliseconds(1500) && longer.budget == .milliseconds(2000))
         let both = try #require(
             try await settings(environment: ["HTTPDNS_BUDGET_MS": "10000", "HTTPDNS_ATTEMPT_TIMEOUT_MS": "10000"], flags: service).service
         )
-        #expect(both.attemptTimeoutMs == 10_000 && both.budgetMs == 10_000)
+        #expect(both.attemptTimeout == .seconds(10) && both.budget == .seconds(10))
         let past = await error(flags: service.merging(["attemptTimeoutMs": ["2500"]]) { $1 })
         let expected = "--attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) must be at most the budget, --budget-ms (2000 ms), not 2500"
         #expect(past.contains(expected), "\(past)")

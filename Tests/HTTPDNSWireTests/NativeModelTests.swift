@@ -94,7 +94,7 @@ import Testing
         #expect(NativeRequest(hosts: two, families: .all).target(unixSeconds: 0) == "/resolve?host=api.example.test,b.example.test&query=4,6")
         let open = NativeRequest.Account(id: "app", secret: nil)
         #expect(NativeRequest(hosts: one, families: .ipv6, account: open).target(unixSeconds: 0) == "/app/d?host=api.example.test&query=6")
-        let signed = NativeRequest.Account(id: "app", secret: "s3cret", validitySeconds: 300)
+        let signed = NativeRequest.Account(id: "app", secret: "s3cret", validity: .seconds(300))
         #expect(
             NativeRequest(hosts: one, account: signed).target(unixSeconds: 1_800_000_000)
                 == "/app/sign_d?host=api.example.test&t=1800000300&s=3cfb1a47faf356528d69de59bbbfbe2cec0953dca9383b93cab44068a4c48b81"

@@ -1,7 +1,7 @@
 import FuzzDriver
 import HTTPDNSInterceptor
 
-/// Requests as the interceptor normalises them (CANONICAL-REQUEST.md): the first line is the URL, the rest are
+/// Requests as the interceptor normalises them (docs/CANONICAL-REQUEST.md): the first line is the URL, the rest are
 /// header fields `name: value`. Both modes (standard and apple). An error is expected; a crash, a hang or a leak is a finding. A
 /// canonical request, normalised again, must be itself: normalising is idempotent.
 runFuzzer { start, count in

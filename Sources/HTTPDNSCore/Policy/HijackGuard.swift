@@ -1,4 +1,4 @@
-/// The rules an answer from the local resolver is judged by (HIJACK-MODEL.md H1–H3). Comparing addresses alone
+/// The rules an answer from the local resolver is judged by (docs/THREAT-MODEL.md, H1–H3). Comparing addresses alone
 /// proves little (CDNs answer resolvers differently), so each rule is specific, and only a private answer or a
 /// rewritten NXDOMAIN is `hijacked`; disagreeing addresses are `suspect`.
 public struct HijackGuard: Sendable {

@@ -10,7 +10,7 @@ public struct HijackVerdict: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Why. A bounded set (HIJACK-MODEL.md).
+    /// Why. A bounded set (docs/THREAT-MODEL.md).
     public struct Reason: Sendable, Hashable, CustomStringConvertible {
         // An enum, not a String: a verdict is made on every lookup, and copying one then costs no reference count.
         private enum Base: String, Sendable, Hashable {

@@ -230,6 +230,8 @@ struct GuardedSource: ResolutionSource {
 
     func networkChanged() async { await base.networkChanged() }
 
+    func shutdown() async { await base.shutdown() }
+
     func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         let answer = try await base.query(host, families: families)
         var addresses: [IPAddress] = []

@@ -1,6 +1,6 @@
 import HTTPDNSCore
 
-/// The answer of `GET /d` (WIRE-FORMATS.md §1):
+/// The answer of `GET /d` (docs/WIRE-FORMATS.md §1):
 /// `{"host":…,"ips":[…],"ipsv6":[…],"ttl":…,"origin_ttl":…[,"stale":true]}`.
 ///
 /// `ips` is present when IPv4 was asked, `ipsv6` when IPv6 was; a negative answer has empty lists.

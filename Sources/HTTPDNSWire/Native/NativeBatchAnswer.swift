@@ -1,6 +1,6 @@
 import HTTPDNSCore
 
-/// The answer of `GET /resolve` (WIRE-FORMATS.md §1): `{"dns":[{"host":…,"ips":[…],"type":1,"ttl":…}, …]}`, one
+/// The answer of `GET /resolve` (docs/WIRE-FORMATS.md §1): `{"dns":[{"host":…,"ips":[…],"type":1,"ttl":…}, …]}`, one
 /// record per host and family asked, each with its family's own TTL.
 public struct NativeBatchAnswer: Sendable, Hashable {
     /// One host's addresses of one family.

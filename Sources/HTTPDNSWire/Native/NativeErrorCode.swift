@@ -1,4 +1,4 @@
-/// The stable `code` of the native API's error bodies (WIRE-FORMATS.md §1). Clients branch on it; the message
+/// The stable `code` of the native API's error bodies (docs/WIRE-FORMATS.md §1). Clients branch on it; the message
 /// beside it is for people and may change.
 public struct NativeErrorCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
     public let rawValue: String

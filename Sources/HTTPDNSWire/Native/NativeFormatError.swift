@@ -1,4 +1,4 @@
-/// An answer of the native API that does not have the shape WIRE-FORMATS.md §1 gives it: not JSON, a member
+/// An answer of the native API that does not have the shape docs/WIRE-FORMATS.md §1 gives it: not JSON, a member
 /// missing or of the wrong kind, an address that does not parse, a TTL out of range. A client treats it as a
 /// failure of the service that sent it, never as an answer.
 public struct NativeFormatError: Error, Sendable, Hashable, CustomStringConvertible {

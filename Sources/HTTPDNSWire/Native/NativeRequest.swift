@@ -1,6 +1,6 @@
 import HTTPDNSCore
 
-/// A request of the native API (WIRE-FORMATS.md §1): `/d` for one host, `/resolve` for several, unsigned or
+/// A request of the native API (docs/WIRE-FORMATS.md §1): `/d` for one host, `/resolve` for several, unsigned or
 /// signed for an account.
 public struct NativeRequest: Sendable, Hashable {
     /// An account to ask as, and how to sign.
@@ -9,14 +9,15 @@ public struct NativeRequest: Sendable, Hashable {
         /// The shared secret, or nil for an account that takes unsigned requests.
         public var secret: String?
         public var scheme: RequestSignature.Scheme
-        /// How far ahead of now a signature expires. Default 300 s (services allow up to 600 by default).
-        public var validitySeconds: Int64
+        /// How far ahead of now a signature expires, in the whole seconds of its `t` (a fraction is dropped).
+        /// Default 300 s (services allow up to 600 by default).
+        public var validity: Duration
 
-        public init(id: String, secret: String?, scheme: RequestSignature.Scheme = .hmacSHA256, validitySeconds: Int64 = 300) {
+        public init(id: String, secret: String?, scheme: RequestSignature.Scheme = .hmacSHA256, validity: Duration = .seconds(300)) {
             self.id = id
             self.secret = secret
             self.scheme = scheme
-            self.validitySeconds = validitySeconds
+            self.validity = validity
         }
     }
 
@@ -45,7 +46,7 @@ public struct NativeRequest: Sendable, Hashable {
         }
         if families != .ipv4 { target += "&query=\(families.nativeQueryValue)" }
         if let account, let secret = account.secret {
-            let expiry = String(unixSeconds + account.validitySeconds)
+            let expiry = String(unixSeconds + account.validity.components.seconds)
             target += "&t=\(expiry)&s=\(RequestSignature.sign(host: hostList, expiry: expiry, secret: secret, scheme: account.scheme))"
         }
         return target

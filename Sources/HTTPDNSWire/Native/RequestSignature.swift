@@ -1,7 +1,7 @@
 import Crypto
 
 /// The signatures of the native API's signed endpoints (`/{account}/sign_d`, `/{account}/sign_resolve`,
-/// WIRE-FORMATS.md §1), as pure functions: the service checks them, a client makes them.
+/// docs/WIRE-FORMATS.md §1), as pure functions: the service checks them, a client makes them.
 ///
 /// - ``Scheme/hmacSHA256`` (the default): `s = hex(HMAC-SHA256(key: secret, message: "<host>-<t>"))`.
 /// - ``Scheme/md5`` (for old clients, off unless an account allows it): `s = hex(md5("<host>-<secret>-<t>"))`.

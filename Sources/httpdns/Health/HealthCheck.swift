@@ -3,6 +3,7 @@ import Foundation
 import HTTPDNSCAres
 import HTTPDNSClient
 import HTTPDNSCore
+import HTTPDNSNetworking
 import HTTPDNSSettings
 import HTTPDNSSynchronization
 import NIOCore
@@ -103,12 +104,12 @@ final class HealthCheck: Sendable {
                     }
                 }
                 for (hostIndex, host) in hosts.enumerated() {
-                    group.addTask { [timeoutMs = settings.timeoutMs] in ("s\(index)/\(hostIndex)", await Self.ask(service.source, host, timeoutMs: timeoutMs), nil) }
+                    group.addTask { [timeout = settings.timeout] in ("s\(index)/\(hostIndex)", await Self.ask(service.source, host, timeout: timeout), nil) }
                 }
             }
             for (index, probe) in dnsServers.enumerated() {
                 for (hostIndex, host) in hosts.enumerated() {
-                    group.addTask { [timeoutMs = settings.timeoutMs] in ("d\(index)/\(hostIndex)", await Self.ask(probe.source, host, timeoutMs: timeoutMs), nil) }
+                    group.addTask { [timeout = settings.timeout] in ("d\(index)/\(hostIndex)", await Self.ask(probe.source, host, timeout: timeout), nil) }
                 }
             }
             for await (key, answer, certificate) in group {
@@ -213,16 +214,17 @@ final class HealthCheck: Sendable {
         return HealthReport.Probe(host: host.value, answers: answers, agree: agree, verdict: verdict, verdictSource: verdictSource)
     }
 
-    /// Asks `source` for `host`, within `timeoutMs` whatever the source's own timeouts do.
-    private static func ask(_ source: any ResolutionSource, _ host: HostName, timeoutMs: Int) async -> Asked {
+    /// Asks `source` for `host`, within `timeout` whatever the source's own timeouts do.
+    private static func ask(_ source: any ResolutionSource, _ host: HostName, timeout: Duration) async -> Asked {
         let start = ContinuousClock.now
         func elapsed() -> Double {
             let duration = ContinuousClock.now - start
             return Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
         }
         do {
-            guard let answer = try await withDeadline(.now() + .milliseconds(Int64(timeoutMs)), { try await source.query(host, families: .all) }) else {
-                let error = ResolutionError(.timeout, "\(source.upstreamDescription) did not answer for \(host) within \(timeoutMs) ms")
+            guard let answer = try await withDeadline(.now() + TimeAmount(timeout), { try await source.query(host, families: .all) }) else {
+                let milliseconds = Int(timeout / .milliseconds(1))
+                let error = ResolutionError(.timeout, "\(source.upstreamDescription) did not answer for \(host) within \(milliseconds) ms")
                 return Asked(result: .failed(code: error.code.description, message: error.message), milliseconds: elapsed(), error: error)
             }
             return Asked(result: result(answer), milliseconds: elapsed(), error: nil)
@@ -262,11 +264,11 @@ enum CertificateProbe {
         let notAfter = Mutex<time_t?>(nil)
         var tls = tls
         // A server that never confirms the close must not hold the probe past its time (NIOSSL waits 5 s).
-        tls.shutdownTimeout = .milliseconds(Int64(min(settings.timeoutMs, 250)))
+        tls.shutdownTimeout = TimeAmount(min(settings.timeout, .milliseconds(250)))
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .milliseconds(Int64(settings.timeoutMs)), read: .milliseconds(Int64(settings.timeoutMs)))
+            timeout: .init(connect: TimeAmount(settings.timeout), read: TimeAmount(settings.timeout))
         )
         configuration.connectionPool.retryConnectionEstablishment = false
         let serverName = settings.service?.serverName
@@ -284,7 +286,7 @@ enum CertificateProbe {
         let outcome: Outcome
         do {
             // The head is the answer: the body is not read, so a slow one cannot hold the probe.
-            _ = try await client.execute(HTTPClientRequest(url: url), timeout: .milliseconds(Int64(settings.timeoutMs)))
+            _ = try await client.execute(HTTPClientRequest(url: url), timeout: TimeAmount(settings.timeout))
             let days = notAfter.withLock { $0 }.map { Int(((Double($0) - Date().timeIntervalSince1970) / 86_400).rounded(.down)) }
             outcome = .accepted(daysLeft: days)
         } catch {

@@ -78,10 +78,10 @@ struct HealthCommand: AsyncParsableCommand {
         let colour = !settings.json && isatty(1) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
         var report = await check.run()
         print(settings.json ? report.json.text : report.text(colour: colour))
-        if let seconds = settings.watchSeconds {
+        if let interval = settings.watch {
             while true {
                 fflush(nil)
-                try? await Task.sleep(for: .seconds(seconds))
+                try? await Task.sleep(for: interval)
                 let next = await check.run()
                 if settings.json {
                     print(next.json.text)
