@@ -221,6 +221,7 @@ let package = Package(
             dependencies: [
                 "HTTPDNSSynchronization",
                 "HTTPDNSCore",
+                "HTTPDNSMetrics",
                 "HTTPDNSNetworking",
                 "HTTPDNSInterceptor",
                 "HTTPDNSURLSession",
@@ -314,6 +315,14 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "HTTPDNSMetricsTests",
+            dependencies: [
+                "HTTPDNSMetrics",
+                "HTTPDNSTesting",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        .testTarget(
             name: "HTTPDNSWireTests",
             dependencies: ["HTTPDNSWire", "HTTPDNSCore", "HTTPDNSTesting"]
         ),
@@ -342,6 +351,7 @@ let package = Package(
             dependencies: [
                 "HTTPDNSSynchronization",
                 "HTTPDNSServer",
+                "HTTPDNSMetrics",
                 "HTTPDNSServerTransport",
                 "HTTPDNSCore",
                 "HTTPDNSTesting",
@@ -366,6 +376,7 @@ let package = Package(
             dependencies: [
                 "HTTPDNSSynchronization",
                 "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSCore", "HTTPDNSInterceptor", "HTTPDNSTesting", "HTTPDNSURLSession",
+                "HTTPDNSServer",
                 "HTTPDNSWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -39,7 +39,9 @@ struct ExampleBackend: AsyncParsableCommand {
 
     func run() async throws {
         // The first way, in one line: swift-metrics bootstrapped with a Prometheus registry, served on 127.0.0.1.
-        let metrics = MetricsHTTPServer(exposition: .bootstrap(), port: metricsPort)
+        // Each module declares its metric families; the exposition writes the help of those the backend uses.
+        let help = ResolverMetricFamilies.help.merging(InterceptorMetricFamilies.help) { first, _ in first }
+        let metrics = MetricsHTTPServer(exposition: .bootstrap(help: help), port: metricsPort)
 
         // The second way: the same exposition mounted on the backend's own server.
         let router = Router()
@@ -65,20 +67,17 @@ struct ExampleBackend: AsyncParsableCommand {
         let client = try InterceptingHTTPClient(resolver: resolver)
 
         let traffic = Traffic(client: client, urls: urls, metrics: metrics)
+        // The resolver (which owns both sources) and the client are services too: the group stops them last, in
+        // reverse order, whether it ends well or not (a metrics port in use, say). Nothing to shut down by hand.
+        let services: [any Service] = [resolver, client, metrics, app, traffic]
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: metrics), .init(service: app), .init(service: traffic)], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "example"))
+            configuration: .init(
+                services: services.map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: Logger(label: "example")
+            )
         )
-        // Shut down whether the group ends well or not (a metrics port in use, say).
-        var failure: (any Error)?
-        do {
-            try await group.run()
-        } catch {
-            failure = error
-        }
-        await client.shutdown()
-        await fallback.shutdown()
-        await service.shutdown()
-        if let failure { throw failure }
+        try await group.run()
     }
 
     private func connection() throws -> ServiceConnection {

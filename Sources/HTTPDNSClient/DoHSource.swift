@@ -14,7 +14,7 @@ import NIOCore
 ///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class DoHSource: ResolutionSource {
-    public struct Configuration: Sendable {
+    public struct Configuration: Sendable, HTTPSSourceConfiguration {
         public enum Method: Sendable, Hashable {
             case get, post
         }
@@ -26,18 +26,14 @@ public final class DoHSource: ResolutionSource {
         /// The name in stats, logs and metric dimensions. Default `doh`.
         public var name: String = "doh"
 
-        public init(servers: [ServiceEndpoint]) {
-            connection = ServiceConnection(servers: servers)
-        }
+        public init(servers: [ServiceEndpoint]) { self.init(connection: ServiceConnection(servers: servers)) }
 
-        public init(connection: ServiceConnection) {
-            self.connection = connection
-        }
+        public init(connection: ServiceConnection) { self.connection = connection }
     }
 
     public let configuration: Configuration
     public var name: String { configuration.name }
-    public var upstreamDescription: String { "\(name) via \(configuration.connection.servers.map(\.description).joined(separator: ", "))" }
+    public var upstreamDescription: String { configuration.upstreamDescription }
 
     private let client: ServiceClient
 
@@ -47,14 +43,8 @@ public final class DoHSource: ResolutionSource {
         clock: any MonotonicClock = SystemMonotonicClock(),
         logger: Logger = Logger(label: "httpdns.client")
     ) throws(ConfigurationError) {
-        var configuration = configuration
-        configuration.connection = configuration.connection.withDefaultPath("/dns-query")
-        self.configuration = configuration
-        client = try ServiceClient(
-            settings: .init(connection: configuration.connection, maxAnswerBytes: DNSMessage.maxSize, sourceName: configuration.name),
-            clock: clock,
-            logger: logger
-        )
+        self.configuration = configuration.withDefaultPath("/dns-query")
+        client = try self.configuration.makeClient(maxAnswerBytes: DNSMessage.maxSize, clock: clock, logger: logger)
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {

@@ -13,24 +13,20 @@ import NIOCore
 ///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class JSONDNSSource: ResolutionSource {
-    public struct Configuration: Sendable {
+    public struct Configuration: Sendable, HTTPSSourceConfiguration {
         /// The service's addresses (without a path, `/dns-query`), TLS and failover timing.
         public var connection: ServiceConnection
         /// The name in stats, logs and metric dimensions. Default `json-dns`.
         public var name: String = "json-dns"
 
-        public init(servers: [ServiceEndpoint]) {
-            connection = ServiceConnection(servers: servers)
-        }
+        public init(servers: [ServiceEndpoint]) { self.init(connection: ServiceConnection(servers: servers)) }
 
-        public init(connection: ServiceConnection) {
-            self.connection = connection
-        }
+        public init(connection: ServiceConnection) { self.connection = connection }
     }
 
     public let configuration: Configuration
     public var name: String { configuration.name }
-    public var upstreamDescription: String { "\(name) via \(configuration.connection.servers.map(\.description).joined(separator: ", "))" }
+    public var upstreamDescription: String { configuration.upstreamDescription }
 
     private let client: ServiceClient
 
@@ -40,14 +36,8 @@ public final class JSONDNSSource: ResolutionSource {
         clock: any MonotonicClock = SystemMonotonicClock(),
         logger: Logger = Logger(label: "httpdns.client")
     ) throws(ConfigurationError) {
-        var configuration = configuration
-        configuration.connection = configuration.connection.withDefaultPath("/dns-query")
-        self.configuration = configuration
-        client = try ServiceClient(
-            settings: .init(connection: configuration.connection, maxAnswerBytes: 64 * 1024, sourceName: configuration.name),
-            clock: clock,
-            logger: logger
-        )
+        self.configuration = configuration.withDefaultPath("/dns-query")
+        client = try self.configuration.makeClient(maxAnswerBytes: 64 * 1024, clock: clock, logger: logger)
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {

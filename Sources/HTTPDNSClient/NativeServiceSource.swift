@@ -22,7 +22,7 @@ import NIOCore
 ///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class NativeServiceSource: BatchResolutionSource {
-    public struct Configuration: Sendable {
+    public struct Configuration: Sendable, HTTPSSourceConfiguration {
         /// The service's addresses, TLS and failover timing.
         public var connection: ServiceConnection
         /// The account to ask as, and how to sign. Default none: the unprefixed `/d`.
@@ -33,18 +33,14 @@ public final class NativeServiceSource: BatchResolutionSource {
         /// `maxHostsPerBatch` (5 by default). 1 turns batches off.
         public var maxHostsPerBatch: Int = 5
 
-        public init(servers: [ServiceEndpoint]) {
-            connection = ServiceConnection(servers: servers)
-        }
+        public init(servers: [ServiceEndpoint]) { self.init(connection: ServiceConnection(servers: servers)) }
 
-        public init(connection: ServiceConnection) {
-            self.connection = connection
-        }
+        public init(connection: ServiceConnection) { self.connection = connection }
     }
 
     public let configuration: Configuration
     public var name: String { configuration.name }
-    public var upstreamDescription: String { "\(name) via \(configuration.connection.servers.map(\.description).joined(separator: ", "))" }
+    public var upstreamDescription: String { configuration.upstreamDescription }
 
     private let client: ServiceClient
     private let unixTime: @Sendable () -> Int64
@@ -59,11 +55,7 @@ public final class NativeServiceSource: BatchResolutionSource {
     ) throws(ConfigurationError) {
         self.configuration = configuration
         self.unixTime = unixTime
-        client = try ServiceClient(
-            settings: .init(connection: configuration.connection, maxAnswerBytes: 64 * 1024, sourceName: configuration.name),
-            clock: clock,
-            logger: logger
-        )
+        client = try configuration.makeClient(maxAnswerBytes: 64 * 1024, clock: clock, logger: logger)
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {

@@ -32,6 +32,7 @@ extension Duration {
     package var roundedUpSeconds: UInt32 {
         guard self > .zero else { return 0 }
         let (seconds, attoseconds) = components
-        return UInt32(clamping: attoseconds > 0 ? seconds + 1 : seconds)
+        guard seconds < Int64(UInt32.max) else { return .max }
+        return UInt32(seconds) + (attoseconds > 0 ? 1 : 0)
     }
 }

@@ -14,7 +14,7 @@ extension InterceptingHTTPClient: Service {
 
 /// Makes an ``InterceptingHTTPClient`` over `resolver`, runs `body` with it, and shuts it down when `body` returns or
 /// throws: the scoped form of the client's lifecycle, as AsyncHTTPClient's `withHTTPClient` is. The resolver is left
-/// running (use ``withHostResolver`` around it).
+/// running (use `withHostResolver` around it).
 public func withInterceptingHTTPClient<Result>(
     resolver: HostResolver,
     configuration: InterceptingHTTPClient.Configuration = InterceptingHTTPClient.Configuration(),

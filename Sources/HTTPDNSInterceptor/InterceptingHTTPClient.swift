@@ -96,8 +96,7 @@ public final class InterceptingHTTPClient: Sendable {
     public let configuration: Configuration
     public let resolver: HostResolver
     private let origins: OriginClients
-    private let passthrough: HTTPClient
-    private let isShutDown = Mutex(false)
+    private let passthrough: PassthroughClient
     private let logger: Logger
     /// `httpdns_interceptor_requests_total` by outcome: the two of almost every request at hand, the errors by code.
     private let sent = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")])
@@ -167,7 +166,7 @@ public final class InterceptingHTTPClient: Sendable {
             client.http2ConnectionDebugInitializer = { HostCertificateMismatch.check($0, host: host) }
             return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
         }
-        passthrough = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base)
+        passthrough = PassthroughClient(HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base), logger: logger)
         var failures: [InterceptorError.Code: Counter] = [:]
         for code in InterceptorError.Code.all {
             failures[code] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", code.description)])
@@ -374,7 +373,10 @@ public final class InterceptingHTTPClient: Sendable {
             }
             logger.trace("passing a request", metadata: ["reason": "\(reason.rawValue)"])
             do {
-                return Hop(response: try await passthrough.execute(request, deadline: deadline, logger: logger), address: nil, fallback: false)
+                var response = try await passthrough.client.execute(request, deadline: deadline, logger: logger)
+                // The body holds the client, so that dropping the interceptor does not close it under the body.
+                response.body = .stream(LeasedBody(base: response.body, lease: passthrough))
+                return Hop(response: response, address: nil, fallback: false)
             } catch {
                 throw describe(error, host: canonical.host, address: nil, method: canonical.method, replayable: replayable)
             }
@@ -521,29 +523,45 @@ public final class InterceptingHTTPClient: Sendable {
 
     /// Shuts every client down (requests still running fail) and returns once all are.
     public func shutdown() async {
-        isShutDown.withLock { $0 = true }
         await origins.shutdown()
-        try? await passthrough.shutdown()
-    }
-
-    // Dropped without shutdown(): logged, and the clients closed in the background (OriginClients does the same for
-    // the origins' clients once no response body holds them), never a stopped process.
-    deinit {
-        guard !isShutDown.withLock({ $0 }) else { return }
-        DroppedClients.shutDown([passthrough], owner: "InterceptingHTTPClient", logger: logger)
+        await passthrough.shutdown()
     }
 }
 
-/// A response body that holds its client's lease until the body is read or dropped, so the client is not shut down
-/// under it.
+/// The client for requests the interceptor passes (address literals, excluded hosts). Dropped without
+/// ``shutdown()`` (the interceptor dropped, and no response body holding it any more), it closes in the background
+/// with a warning, as ``OriginClients`` does for the origins' clients, never stopping the process.
+final class PassthroughClient: Sendable {
+    let client: HTTPClient
+    private let logger: Logger
+    private let isShutDown = Mutex(false)
+
+    init(_ client: HTTPClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    func shutdown() async {
+        isShutDown.withLock { $0 = true }
+        try? await client.shutdown()
+    }
+
+    deinit {
+        guard !isShutDown.withLock({ $0 }) else { return }
+        DroppedClients.shutDown([client], owner: "InterceptingHTTPClient", logger: logger)
+    }
+}
+
+/// A response body that holds its client (an origin client's lease, or the passthrough client) until the body is
+/// read or dropped, so the client is not shut down under it.
 struct LeasedBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let base: HTTPClientResponse.Body
-    let lease: OriginClients.Lease
+    let lease: any AnyObject & Sendable
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: HTTPClientResponse.Body.AsyncIterator
-        let lease: OriginClients.Lease
+        let lease: any AnyObject & Sendable
 
         mutating func next() async throws -> ByteBuffer? {
             try await base.next()

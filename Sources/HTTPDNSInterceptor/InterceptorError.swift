@@ -3,7 +3,7 @@ import HTTPDNSCore
 /// Why the interceptor could not bring back a response, with a message that says what happened to which host.
 ///
 /// Compare errors by ``code``; the ``message`` is for people and may change. The error underneath (the resolver's
-/// ``ResolutionError``, AsyncHTTPClient's, NIO's or TLS's) is kept as ``cause``.
+/// `ResolutionError`, AsyncHTTPClient's, NIO's or TLS's) is kept as ``cause``.
 public struct InterceptorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, bounded identifier for the kind of failure (usable as a metric dimension). A struct, not an enum,
     /// so that codes can be added without breaking a caller's `switch`.

@@ -67,14 +67,15 @@ public final class MetricsHTTPServer: Service, Sendable {
     /// Listens until the service group shuts down gracefully (or the task is cancelled), then closes.
     /// - Throws: when the address cannot be bound, or the configuration cannot work.
     public func run() async throws {
+        // Whoever waits for the address hears of a failed start too (nil), rather than waiting forever: a setting
+        // that cannot work as much as an address that cannot be bound.
+        defer { listening.finish() }
         guard configuration.maxConnections > 0 else {
             throw MetricsHTTPServerError("maxConnections must be positive, not \(configuration.maxConnections)")
         }
         guard (0...65535).contains(configuration.port) else {
             throw MetricsHTTPServerError("port must be 0 to 65535, not \(configuration.port)")
         }
-        // Whoever waits for the address hears of a failed bind too (nil), rather than waiting forever.
-        defer { listening.finish() }
         let open = OpenConnections(limit: configuration.maxConnections)
         let exposition = exposition
         let idleTimeout = configuration.idleTimeout.clampedNanoseconds

@@ -79,7 +79,7 @@ public struct ResolveSettings: Sendable {
                 guard .milliseconds(attemptTimeoutMs) <= connection.budget else {
                     throw SettingError(
                         "--attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) must be at most the budget, "
-                            + "--budget-ms (\(Int(connection.budget / .milliseconds(1))) ms), not \(attemptTimeoutMs)"
+                            + "--budget-ms (\(connection.budget.clampedMilliseconds) ms), not \(attemptTimeoutMs)"
                     )
                 }
                 connection.attemptTimeout = .milliseconds(attemptTimeoutMs)

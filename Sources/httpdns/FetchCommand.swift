@@ -18,7 +18,8 @@ struct FetchCommand: AsyncParsableCommand {
         discussion: """
             The host is resolved through the policy (with a service, --server or HTTPDNS_SERVERS: the HTTPDNS \
             service first, then the fallbacks; without: c-ares alone), and the request is sent to its addresses \
-            with the URL's name in the Host header, TLS SNI and the certificate check. Redirects are followed through the same pipeline. --dry-run prints \
+            with the URL's name in the Host header, TLS SNI and the certificate check; --cacert is trusted for the \
+            origin too. Redirects are followed through the same pipeline. --dry-run prints \
             the canonical request and sends nothing. Exit codes: 0 a response arrived (any status); 1 the request \
             failed (resolution, connection, certificate or timeout); 2 bad input.
             """
@@ -27,26 +28,14 @@ struct FetchCommand: AsyncParsableCommand {
     @Argument(help: "The URL, http or https.")
     var url: String
 
-    @Option(name: .customLong("server"), help: "An HTTPDNS service, https://IP[:PORT][/PATH]; repeatable. Without: c-ares resolves.")
-    var servers: [String] = []
+    /// `--cacert` is trusted for the origin too, with or without a service (see ``readSettings()``).
+    @OptionGroup var service: ServiceOptions
 
-    @Option(name: .customLong("server-name"), help: "The name the service's certificate holds (also its SNI).")
-    var serverName: String?
+    @OptionGroup var timing: ServiceTimingOptions
 
-    @Option(help: "A PEM file of certificates to trust besides the system's, for the service and the origin.")
-    var cacert: String?
+    @OptionGroup var fallback: FallbackOptions
 
-    @Option(name: .customLong("budget-ms"), help: "How long the service may take to resolve the host, over all its addresses (default 2000).")
-    var budgetMs: String?
-
-    @Option(name: .customLong("attempt-timeout-ms"), help: "How long one service address may take, at most the budget (default 1000).")
-    var attemptTimeoutMs: String?
-
-    @Option(name: .customLong("dns"), help: "A DNS server for c-ares, IP[:PORT]; repeatable. Default: /etc/resolv.conf.")
-    var dnsServers: [String] = []
-
-    @Option(name: .customLong("fallback"), help: "What is asked when the service fails: cares, system; repeatable (default both).")
-    var fallbacks: [String] = []
+    @OptionGroup var dns: DNSOptions
 
     @Option(name: [.customShort("X"), .customLong("request")], help: "The method (default GET, or POST with -d).")
     var method: String?
@@ -160,7 +149,7 @@ struct FetchCommand: AsyncParsableCommand {
         if let maxRedirects { interception.maxRedirects = maxRedirects }
         let client: InterceptingHTTPClient
         do {
-            if let cacert {
+            if let cacert = service.cacert {
                 let certificates = try NIOSSLCertificate.fromPEMFile(cacert)
                 guard !certificates.isEmpty else { throw usage("--cacert: \(cacert) holds no certificate") }
                 interception.tls.additionalTrustRoots = [.certificates(certificates)]
@@ -288,35 +277,32 @@ struct FetchCommand: AsyncParsableCommand {
     /// after it (`auto`), without one c-ares resolves alone. `source` (`HTTPDNS_SOURCE`) is not read.
     private func readSettings() async throws -> ResolveSettings {
         var flags: [String: [String]] = [:]
-        flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
-        flags[ResolveSettings.serverName.key] = serverName.map { [$0] }
-        flags[ResolveSettings.budgetMs.key] = budgetMs.map { [$0] }
-        flags[ResolveSettings.attemptTimeoutMs.key] = attemptTimeoutMs.map { [$0] }
-        flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
-        flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
+        service.add(to: &flags)
+        // --cacert is set below, once it is known whether there is a service.
+        flags[ResolveSettings.cacert.key] = nil
+        timing.add(to: &flags)
+        fallback.add(to: &flags)
+        dns.add(to: &flags)
         let environment = ProcessInfo.processInfo.environment
         let file = environment["HTTPDNS_CONFIG"]
         do {
             let layers = try SettingsReader(settings: ResolveSettings.table, file: file, environment: environment, flags: flags)
-            let service = !(try await layers.strings(ResolveSettings.servers) ?? []).isEmpty
-            if !service {
+            let hasService = !(try await layers.strings(ResolveSettings.servers) ?? []).isEmpty
+            if !hasService {
                 // What only the service uses, set with no service to use it: refused, naming where each was set.
                 var stray: [Setting] = []
                 for setting in Self.serviceSettings where try await layers.isSet(setting) { stray.append(setting) }
                 if !stray.isEmpty {
-                    let named = stray.map { setting in
-                        let flag = setting.key == ResolveSettings.pins.key ? "" : "\(setting.flag ?? "") "
-                        return "\(flag)(\(setting.key), \(setting.environmentVariable))"
-                    }
+                    let named = stray.map { "\($0.flag ?? $0.key) (\($0.key), \($0.environmentVariable))" }
                     throw usage(
                         "\(named.joined(separator: ", ")) concern the HTTPDNS service, and none is set: "
                             + "name one with --server (servers, HTTPDNS_SERVERS)"
                     )
                 }
             }
-            flags[ResolveSettings.source.key] = [service ? "auto" : "cares"]
+            flags[ResolveSettings.source.key] = [hasService ? "auto" : "cares"]
             // --cacert is the service's too when there is one; without one, it is for the origin alone.
-            if service, let cacert { flags[ResolveSettings.cacert.key] = [cacert] }
+            if hasService, let cacert = service.cacert { flags[ResolveSettings.cacert.key] = [cacert] }
             let reader = try SettingsReader(settings: ResolveSettings.table, file: file, environment: environment, flags: flags)
             return try await ResolveSettings(reading: reader)
         } catch let error as ExitCode {

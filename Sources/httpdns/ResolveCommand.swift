@@ -28,32 +28,13 @@ struct ResolveCommand: AsyncParsableCommand {
     @Option(help: "auto (the policy), httpdns (native API), doh, cares or system (default cares).")
     var source: String?
 
-    @Option(name: .customLong("server"), help: "An HTTPDNS service, https://IP[:PORT][/PATH]; repeatable.")
-    var servers: [String] = []
+    @OptionGroup var service: ServiceOptions
 
-    @Option(name: .customLong("server-name"), help: "The name the service's certificate holds (also its SNI).")
-    var serverName: String?
+    @OptionGroup var timing: ServiceTimingOptions
 
-    @Option(help: "A PEM file of certificates to trust besides the system's.")
-    var cacert: String?
+    @OptionGroup var fallback: FallbackOptions
 
-    @Option(name: .customLong("pin"), help: "An SPKI SHA-256 pin of the service's key, sha256//BASE64; repeatable.")
-    var pins: [String] = []
-
-    @Option(name: .customLong("budget-ms"), help: "How long the service may take, over all its addresses (default 2000).")
-    var budgetMs: String?
-
-    @Option(name: .customLong("attempt-timeout-ms"), help: "How long one service address may take, at most the budget (default 1000).")
-    var attemptTimeoutMs: String?
-
-    @Option(name: .customLong("fallback"), help: "What auto asks when the service fails: cares, system; repeatable, in order (default both).")
-    var fallbacks: [String] = []
-
-    @Option(name: .customLong("dns"), help: "A DNS server for c-ares, IP[:PORT] ([IPv6]:PORT); repeatable. Default: /etc/resolv.conf.")
-    var dnsServers: [String] = []
-
-    @Flag(help: "Ask the DNS servers over TCP instead of UDP.")
-    var tcp = false
+    @OptionGroup var dns: DNSOptions
 
     @Option(name: .customLong("timeout-ms"), help: "c-ares's first-try timeout per server, in milliseconds (default 1000).")
     var timeoutMs: String?
@@ -115,15 +96,10 @@ struct ResolveCommand: AsyncParsableCommand {
     private func readSettings() async throws -> ResolveSettings {
         var flags: [String: [String]] = [:]
         flags[ResolveSettings.source.key] = source.map { [$0] }
-        flags[ResolveSettings.servers.key] = servers.isEmpty ? nil : servers
-        flags[ResolveSettings.serverName.key] = serverName.map { [$0] }
-        flags[ResolveSettings.cacert.key] = cacert.map { [$0] }
-        flags[ResolveSettings.pins.key] = pins.isEmpty ? nil : pins
-        flags[ResolveSettings.budgetMs.key] = budgetMs.map { [$0] }
-        flags[ResolveSettings.attemptTimeoutMs.key] = attemptTimeoutMs.map { [$0] }
-        flags[ResolveSettings.fallbacks.key] = fallbacks.isEmpty ? nil : fallbacks
-        flags[ResolveSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
-        flags[ResolveSettings.tcp.key] = tcp ? ["true"] : nil
+        service.add(to: &flags)
+        timing.add(to: &flags)
+        fallback.add(to: &flags)
+        dns.add(to: &flags)
         flags[ResolveSettings.timeoutMs.key] = timeoutMs.map { [$0] }
         flags[ResolveSettings.tries.key] = tries.map { [$0] }
         // Not case-sensitive on the command line.

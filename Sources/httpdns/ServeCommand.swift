@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPDNSCAres
 import HTTPDNSCore
+import HTTPDNSMetrics
 import HTTPDNSServer
 import HTTPDNSSettings
 import Logging
@@ -74,7 +75,7 @@ struct ServeCommand: AsyncParsableCommand {
         let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
             var text: [UInt8] = []
             registry.emit(into: &text)
-            return MetricsExposition.withHelp(text)
+            return PrometheusExposition.withHelp(text, help: ResolverMetricFamilies.help.merging(ServerMetricFamilies.help) { first, _ in first })
         }
         let source: CAresSource
         let service: HTTPDNSService

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPDNSCore
+import HTTPDNSInterceptor
+import HTTPDNSServer
 import HTTPDNSTesting
 import Testing
 
@@ -25,7 +27,7 @@ struct DeployFilesTests {
     /// Every `httpdns_…` name in the dashboard's and the rules' queries is a family the code has help text for
     /// (histograms by their `_bucket`, `_sum` and `_count`).
     @Test func everyMetricAskedForIsOneTheCodeRecords() throws {
-        var known = Set(MetricsExposition.help.keys)
+        var known = Set(ResolverMetricFamilies.help.keys).union(ServerMetricFamilies.help.keys).union(InterceptorMetricFamilies.help.keys)
         for name in known { known.formUnion(["\(name)_bucket", "\(name)_sum", "\(name)_count"]) }
         for file in ["deploy/grafana/httpdns-dashboard.json", "deploy/prometheus/alerts.yml"] {
             let text = try String(contentsOf: Self.root.appendingPathComponent(file), encoding: .utf8)

@@ -48,6 +48,10 @@ struct FetchCommandTests {
         (["http://a.example/", "--server-name", "dns.example"], "name one with --server (servers, HTTPDNS_SERVERS)"),
         (["http://a.example/", "--fallback", "cares", "--dry-run"], "--fallback (fallbacks, HTTPDNS_FALLBACKS) concern"),
         (
+            ["http://a.example/", "--pin", "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "--dry-run"],
+            "--pin (pins, HTTPDNS_PINS) concern the HTTPDNS service, and none is set"
+        ),
+        (
             ["http://a.example/", "--server", "https://127.0.0.1:9", "--attempt-timeout-ms", "5000"],
             "must be at most the budget, --budget-ms (2000 ms)"
         ),
@@ -68,11 +72,48 @@ struct FetchCommandTests {
             environment: ["HTTPDNS_ATTEMPT_TIMEOUT_MS": "500", "HTTPDNS_PINS": "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="]
         )
         #expect(stray.status == .exited(2), "\(stray)")
-        #expect(stray.stderr.contains("(pins, HTTPDNS_PINS), --attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) concern"), "\(stray)")
+        #expect(
+            stray.stderr.contains("--pin (pins, HTTPDNS_PINS), --attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) concern"),
+            "\(stray)"
+        )
         for source in ["cares", "system", "doh"] {
             let run = try await Self.run(["http://a.example/", "--dry-run", "--server", "https://127.0.0.1:9"], environment: ["HTTPDNS_SOURCE": source])
             #expect(run.status == .exited(0), "HTTPDNS_SOURCE=\(source): \(run)")
         }
+    }
+
+    /// The flags `resolve`, `health` and `fetch` share are declared once (Sources/httpdns/SharedOptions.swift): each
+    /// has the same help, as printed, in all three.
+    @Test func theSharedFlagsHaveOneHelpText() async throws {
+        let commands = ["resolve", "health", "fetch"]
+        var helps: [[String: String]] = []
+        for command in commands {
+            let run = try await ServiceProcess.runCommand(command, ["--help"])
+            #expect(run.status == .exited(0), "\(run)")
+            helps.append(Self.optionHelp(run.stdout))
+        }
+        for flag in ["--server", "--server-name", "--cacert", "--pin", "--dns"] {
+            let texts = helps.map { $0[flag] }
+            for (command, text) in zip(commands, texts) { #expect(text != nil, "\(command) --help has no \(flag)") }
+            #expect(Set(texts).count == 1, "\(flag) is helped differently: \(zip(commands, texts).map { "\($0): \($1 ?? "none")" })")
+        }
+    }
+
+    /// Each option's entry in a `--help`, by its long name: its line and the lines its text wraps onto.
+    static func optionHelp(_ help: String) -> [String: String] {
+        var entries: [String: String] = [:]
+        var current: String?
+        for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("  -") {
+                current = line.split(separator: " ").first { $0.hasPrefix("--") }.map(String.init)
+                if let current { entries[current] = String(line) }
+            } else if line.hasPrefix("    "), let name = current {
+                entries[name, default: ""] += "\n" + line
+            } else {
+                current = nil
+            }
+        }
+        return entries
     }
 }
 

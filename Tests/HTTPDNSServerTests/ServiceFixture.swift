@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSMetrics
 import HTTPDNSServer
 import HTTPDNSTesting
 import Hummingbird
@@ -33,7 +34,7 @@ struct ServiceFixture {
         let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
             var text: [UInt8] = []
             registry.emit(into: &text)
-            return MetricsExposition.withHelp(text)
+            return PrometheusExposition.withHelp(text, help: ResolverMetricFamilies.help.merging(ServerMetricFamilies.help) { first, _ in first })
         }
         service = try HTTPDNSService(configuration: configuration, resolver: cache, metrics: metrics, clock: clock, unixTime: { unixTime })
     }

@@ -6,6 +6,7 @@ extension HostResolver: Service {
     /// threads and sockets): a resolver owns its sources. Lookups after it fail with
     /// ``ResolutionError/Code/shutdown``. Idempotent.
     public func shutdown() async {
+        isShutDown.store(true, ordering: .relaxed)
         for cache in [trusted] + fallbacks { await cache.source.shutdown() }
     }
 

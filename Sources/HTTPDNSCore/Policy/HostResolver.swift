@@ -1,5 +1,6 @@
 import Logging
 import Metrics
+import Synchronization
 
 /// The resolution policy: a trusted source first, and the local resolvers only when it fails, their answers judged
 /// by the ``HijackGuard``.
@@ -53,6 +54,8 @@ public final class HostResolver: Sendable {
     private let fallbackCounters: [Counter]
     private let downgrades: Counter
     private let networkChanges = Counter(label: "httpdns_network_changes_total")
+    /// Set once by ``shutdown()``: lookups are refused from then on, the caches' answers and the fallbacks included.
+    let isShutDown = Atomic<Bool>(false)
 
     /// - Throws: ``ConfigurationError`` when a cache configuration does not validate.
     public init(
@@ -106,11 +109,14 @@ public final class HostResolver: Sendable {
     /// suspend on a hit. Returns a fresh or stale answer, throws a fresh negative one (final, as in
     /// ``resolve(_:families:)``), and returns nil when the lookup must wait: follow a nil with `resolve`.
     public func cachedAnswer(_ host: HostName, families: AddressFamilies = .all) throws -> Answer? {
-        try trusted.cachedResolution(host, families: families).map { Answer(resolution: $0, fallback: false, verdict: .ok) }
+        if isShutDown.load(ordering: .relaxed) { throw ResolutionError(.shutdown, "the resolver was shut down; \(host) was not looked up") }
+        return try trusted.cachedResolution(host, families: families).map { Answer(resolution: $0, fallback: false, verdict: .ok) }
     }
 
     /// The fallbacks' turn, the trusted source having failed with `trustedFailure`.
     private func fallBack(_ host: HostName, families: AddressFamilies, trustedFailure: ResolutionError) async throws -> Answer {
+        // A resolver (or a trusted source) that was shut down answers nothing, not the local resolver's answer.
+        if trustedFailure.code == .shutdown { throw trustedFailure }
         guard !configuration.strictHosts.matches(host) else {
             downgrades.increment()
             throw ResolutionError(

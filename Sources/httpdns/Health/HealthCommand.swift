@@ -25,23 +25,9 @@ struct HealthCommand: AsyncParsableCommand {
     @Option(help: "A JSON configuration file (also HTTPDNS_CONFIG).")
     var config: String?
 
-    @Option(name: .customLong("server"), help: "An HTTPDNS service, https://IP[:PORT][/PATH]; repeatable.")
-    var servers: [String] = []
+    @OptionGroup var service: ServiceOptions
 
-    @Option(name: .customLong("server-name"), help: "The name the services' certificates hold (also their SNI).")
-    var serverName: String?
-
-    @Option(help: "A PEM file of certificates to trust besides the system's.")
-    var cacert: String?
-
-    @Option(name: .customLong("pin"), help: "An SPKI SHA-256 pin of the services' key, sha256//BASE64; repeatable.")
-    var pins: [String] = []
-
-    @Option(name: .customLong("dns"), help: "A DNS server, IP[:PORT] ([IPv6]:PORT); repeatable. Default: those of /etc/resolv.conf.")
-    var dnsServers: [String] = []
-
-    @Flag(help: "Ask the DNS servers over TCP instead of UDP.")
-    var tcp = false
+    @OptionGroup var dns: DNSOptions
 
     @Option(name: .customLong("host"), help: "A probe name asked of every source; repeatable (default example.com).")
     var hosts: [String] = []
@@ -102,12 +88,8 @@ struct HealthCommand: AsyncParsableCommand {
     /// The flags over the environment over the file, checked: a bad setting ends the command with exit code 2.
     private func readSettings() async throws -> HealthSettings {
         var flags: [String: [String]] = [:]
-        flags[HealthSettings.servers.key] = servers.isEmpty ? nil : servers
-        flags[HealthSettings.serverName.key] = serverName.map { [$0] }
-        flags[HealthSettings.cacert.key] = cacert.map { [$0] }
-        flags[HealthSettings.pins.key] = pins.isEmpty ? nil : pins
-        flags[HealthSettings.dns.key] = dnsServers.isEmpty ? nil : dnsServers
-        flags[HealthSettings.tcp.key] = tcp ? ["true"] : nil
+        service.add(to: &flags)
+        dns.add(to: &flags)
         flags[HealthSettings.hosts.key] = hosts.isEmpty ? nil : hosts
         flags[HealthSettings.allowPrivate.key] = allowPrivate.isEmpty ? nil : allowPrivate
         flags[HealthSettings.timeoutMs.key] = timeoutMs.map { [$0] }
