@@ -220,6 +220,7 @@ let package = Package(
             name: "httpdns",
             dependencies: [
                 "HTTPDNSSynchronization",
+                "HTTPDNSClient",
                 "HTTPDNSCore",
                 "HTTPDNSMetrics",
                 "HTTPDNSNetworking",

@@ -18,7 +18,9 @@ public struct PrometheusExposition: Sendable {
     public let help: [String: String]
 
     /// An exposition of `registry`, which the caller has bootstrapped swift-metrics with (or registers into itself).
-    /// - Parameter help: the help texts, by family; the resolver's by default.
+    /// - Parameters:
+    ///   - registry: the registry the metrics are recorded into.
+    ///   - help: the help texts, by family; the resolver's by default.
     public init(registry: PrometheusCollectorRegistry, help: [String: String] = ResolverMetricFamilies.help) {
         self.registry = registry
         self.help = help

@@ -134,7 +134,7 @@ public struct HTTPDNSService: Sendable {
     }
 
     /// The service as a Hummingbird application, with cache hits for `/d` and `/dns-query` answered on the event
-    /// loop (``CacheHitResponder``) and everything else through ``makeRouter()``.
+    /// loop (`CacheHitResponder`) and everything else through ``makeRouter()``.
     /// - Parameters:
     ///   - logger: the service's logger.
     ///   - onListening: called with the bound port once the server listens.

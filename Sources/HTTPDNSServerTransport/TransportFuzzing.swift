@@ -101,7 +101,9 @@ import NIOEmbedded
     ) async -> (output: [UInt8], broken: String?, failure: (any Error)?) {
         let channel = NIOAsyncTestingChannel()
         let budget = RequestBudget(bodyBytes: 1 << 20, streams: streamBudget)
-        let connection = HTTP2ServerConnection(
+        // Not Sendable: it is used on the testing channel's loop only, which runs its work inside this task, so
+        // nothing else can touch it meanwhile.
+        nonisolated(unsafe) let connection = HTTP2ServerConnection(
             configuration: HTTP2ServerConnection.Configuration(),
             bodyBudget: budget,
             cacheHits: cacheHits,
@@ -115,7 +117,7 @@ import NIOEmbedded
         }
         do {
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9))
-            try await channel.pipeline.addHandler(connection)
+            try await channel.testingEventLoop.executeInContext { try channel.pipeline.syncOperations.addHandler(connection) }
             let settled = try await channel.eventLoop.submit { connection.closedAndSettled() }.get()
             for read in reads {
                 try await channel.writeInbound(ByteBuffer(bytes: read))

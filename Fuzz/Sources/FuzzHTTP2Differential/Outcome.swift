@@ -35,7 +35,7 @@ struct Outcome: Equatable {
                 } else {
                     block?.fragment.writeImmutableBuffer(payload)
                 }
-                guard flags & 0x4 != 0, var (id, fragment) = block else { continue }
+                guard flags & 0x4 != 0, case (let id, var fragment)? = block else { continue }
                 block = nil
                 Self.droppingTableSizeUpdates(&fragment)
                 guard let fields = try? decoder.decodeHeaders(from: &fragment) else { continue }

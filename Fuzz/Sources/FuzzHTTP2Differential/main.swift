@@ -27,8 +27,8 @@ runFuzzer { start, count in
         if let difference = await Comparison.difference(bytes, ours: ours, reference: reference) {
             guard let survey else { fatalError(difference) }
             let name = "\(survey)/\(UInt32.random(in: 0...UInt32.max))"
-            FileManager.default.createFile(atPath: name, contents: Data(input))
-            FileManager.default.createFile(atPath: name + ".txt", contents: Data(difference.utf8))
+            _ = FileManager.default.createFile(atPath: name, contents: Data(input))
+            _ = FileManager.default.createFile(atPath: name + ".txt", contents: Data(difference.utf8))
         }
         done.signal()
     }

@@ -58,7 +58,8 @@ extension ResolutionSource where Self: Service {
 }
 
 /// Runs `body` with `source` and shuts the source down when `body` returns or throws: the scoped form of a source's
-/// lifecycle, for a source used without a ``HostResolver`` (which owns its sources, see ``withHostResolver``).
+/// lifecycle, for a source used without a ``HostResolver`` (which owns its sources, and whose scoped form is
+/// `withHostResolver`).
 public func withResolutionSource<Source: ResolutionSource, Result>(
     _ source: Source,
     isolation: isolated (any Actor)? = #isolation,
