@@ -216,9 +216,20 @@ let package = Package(
             name: "HTTPDNSTesting",
             dependencies: ["HTTPDNSSynchronization", "HTTPDNSCore", .product(name: "Logging", package: "swift-log")]
         ),
+        // What the two executables share: their main (logs to stderr, argument errors exit 2), their exit codes and
+        // their output. `package` access only.
+        .target(
+            name: "HTTPDNSCommandLine",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "httpdns",
             dependencies: [
+                "HTTPDNSCommandLine",
                 "HTTPDNSSynchronization",
                 "HTTPDNSClient",
                 "HTTPDNSCore",
@@ -246,6 +257,7 @@ let package = Package(
         .executableTarget(
             name: "httpdns-bench",
             dependencies: [
+                "HTTPDNSCommandLine",
                 "HTTPDNSSynchronization",
                 "HTTPDNSCAres",
                 "HTTPDNSClient",

@@ -23,12 +23,5 @@ public func withInterceptingHTTPClient<Result>(
     _ body: (InterceptingHTTPClient) async throws -> Result
 ) async throws -> Result {
     let client = try InterceptingHTTPClient(resolver: resolver, configuration: configuration, logger: logger)
-    let result: Swift.Result<Result, any Error>
-    do {
-        result = .success(try await body(client))
-    } catch {
-        result = .failure(error)
-    }
-    await client.shutdown()
-    return try result.get()
+    return try await withShutdown { try await body(client) } shutdown: { await client.shutdown() }
 }

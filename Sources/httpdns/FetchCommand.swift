@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HTTPDNSCommandLine
 import HTTPDNSCore
 import HTTPDNSInterceptor
 import HTTPDNSSettings

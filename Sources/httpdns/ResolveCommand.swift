@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPDNSCAres
 import HTTPDNSClient
+import HTTPDNSCommandLine
 import HTTPDNSCore
 import HTTPDNSSettings
 import HTTPDNSWire

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HTTPDNSCAres
+import HTTPDNSCommandLine
 import HTTPDNSCore
 import HTTPDNSMetrics
 import HTTPDNSServer

@@ -37,14 +37,7 @@ public func withHostResolver<Result>(
         for source in [trusted] + fallbacks { await source.shutdown() }
         throw error
     }
-    let result: Swift.Result<Result, any Error>
-    do {
-        result = .success(try await body(resolver))
-    } catch {
-        result = .failure(error)
-    }
-    await resolver.shutdown()
-    return try result.get()
+    return try await withShutdown { try await body(resolver) } shutdown: { await resolver.shutdown() }
 }
 
 extension ResolutionSource where Self: Service {
@@ -65,12 +58,21 @@ public func withResolutionSource<Source: ResolutionSource, Result>(
     isolation: isolated (any Actor)? = #isolation,
     _ body: (Source) async throws -> Result
 ) async throws -> Result {
+    try await withShutdown { try await body(source) } shutdown: { await source.shutdown() }
+}
+
+/// Runs `body`, then `shutdown`, however `body` ends: the core of every scoped form.
+package func withShutdown<Result>(
+    isolation: isolated (any Actor)? = #isolation,
+    _ body: () async throws -> Result,
+    shutdown: () async -> Void
+) async throws -> Result {
     let result: Swift.Result<Result, any Error>
     do {
-        result = .success(try await body(source))
+        result = .success(try await body())
     } catch {
         result = .failure(error)
     }
-    await source.shutdown()
+    await shutdown()
     return try result.get()
 }

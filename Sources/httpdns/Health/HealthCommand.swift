@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HTTPDNSCommandLine
 import HTTPDNSCore
 import HTTPDNSSettings
 

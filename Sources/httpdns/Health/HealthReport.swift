@@ -1,3 +1,4 @@
+import HTTPDNSCommandLine
 import HTTPDNSCore
 import HTTPDNSWire
 

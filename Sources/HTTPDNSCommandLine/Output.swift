@@ -4,9 +4,9 @@ import NIOCore
     import Glibc
 #endif
 
-/// Where the command line writes: results to stdout, diagnostics to stderr.
-enum Output {
-    static func diagnostic(_ message: String) {
+/// Where the command lines (`httpdns`, `httpdns-bench`) write: results to stdout, diagnostics to stderr.
+package enum Output {
+    package static func diagnostic(_ message: String) {
         var line = message
         if !line.hasSuffix("\n") { line += "\n" }
         // write(2) on fd 2 rather than the C `stderr` global, which Swift 6 treats as shared mutable state.
@@ -14,7 +14,7 @@ enum Output {
     }
 
     /// A body's piece to stdout, unbuffered (as it arrives), after whatever `print` buffered.
-    static func writeStdout(_ piece: ByteBuffer) throws {
+    package static func writeStdout(_ piece: ByteBuffer) throws {
         fflush(nil)
         try piece.withUnsafeReadableBytes { try write($0, to: 1) }
     }
@@ -38,7 +38,7 @@ enum Output {
 }
 
 /// Writing to stdout failed (a closed pipe, a full disk).
-struct OutputError: Error, CustomStringConvertible {
-    let reason: String
-    var description: String { "cannot write the output: \(reason)" }
+package struct OutputError: Error, CustomStringConvertible {
+    package let reason: String
+    package var description: String { "cannot write the output: \(reason)" }
 }
