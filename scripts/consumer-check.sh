@@ -11,7 +11,7 @@ work=${1:-$(mktemp -d /tmp/httpdns-consumer.XXXXXX)}
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do timeout 30 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; done
   [ -n "$keep" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -63,7 +63,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 pids+=($!)
 timeout 30 sh -c 'until curl -sf --cacert cert.pem https://127.0.0.154:8443/healthz >/dev/null; do sleep 0.2; done' ||
   { cat serve.log; exit 1; }
-output=$("$work/consumer/.build/debug/Tour" 2>"$work/tour.log") || { cat "$work/tour.log"; exit 1; }
+output=$(timeout 60 "$work/consumer/.build/debug/Tour" 2>"$work/tour.log") || { cat "$work/tour.log"; exit 1; }
 echo "consumer-check: the tour printed: $output"
 case "$output" in
   "200 127.0.0.154 "*) ;;

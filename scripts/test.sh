@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # Every warning of the package's own code fails the run (scripts/check-warnings.sh), in the debug build the tests
-# use (every target) and in a release build of `httpdns`, which compiles every library module that ships.
+# use (every target) and in a release build of `httpdns`, which compiles every library module but the test support.
 build_log=$(mktemp)
 swift build --build-tests 2>&1 | tee "$build_log"
 swift build -c release --product httpdns 2>&1 | tee -a "$build_log"

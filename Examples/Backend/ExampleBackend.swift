@@ -72,7 +72,9 @@ struct ExampleBackend: AsyncParsableCommand {
         let services: [any Service] = [resolver, client, metrics, app, traffic]
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: $0) },
+                // A service that fails (a metrics port in use, say) shuts the group down gracefully too, in order,
+                // rather than cancelling every service at once.
+                services: services.map { .init(service: $0, failureTerminationBehavior: .gracefullyShutdownGroup) },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: Logger(label: "example")
             )

@@ -10,7 +10,8 @@ import ServiceLifecycle
 /// in its `ServiceGroup`.
 ///
 /// ```swift
-/// let metrics = MetricsHTTPServer(exposition: .bootstrap())   // 127.0.0.1:9464
+/// let help = ResolverMetricFamilies.help.merging(InterceptorMetricFamilies.help) { first, _ in first }
+/// let metrics = MetricsHTTPServer(exposition: .bootstrap(help: help))   // 127.0.0.1:9464
 /// let group = ServiceGroup(services: [metrics, myService], logger: logger)
 /// ```
 ///

@@ -20,6 +20,11 @@ import Testing
             }
         }
         #expect(throws: ResolutionError.self) { _ = try resolver.cachedAnswer(host, families: .ipv4) }
+        let other = try HostName("other.test")
+        let failures = try await resolver.preResolve([other], families: .ipv4)
+        #expect(failures[other]?.code == .shutdown, "\(failures)")
+        #expect(try await resolver.networkChanged().isEmpty)
+        #expect(trusted.queryCount("other.test") == 0, "the trusted source was asked after shutdown")
         #expect(fallback.queryCount("other.test") == 0, "a fallback was asked after shutdown")
     }
 }

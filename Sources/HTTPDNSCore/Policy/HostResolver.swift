@@ -109,14 +109,21 @@ public final class HostResolver: Sendable {
     /// suspend on a hit. Returns a fresh or stale answer, throws a fresh negative one (final, as in
     /// ``resolve(_:families:)``), and returns nil when the lookup must wait: follow a nil with `resolve`.
     public func cachedAnswer(_ host: HostName, families: AddressFamilies = .all) throws -> Answer? {
-        if isShutDown.load(ordering: .relaxed) { throw ResolutionError(.shutdown, "the resolver was shut down; \(host) was not looked up") }
+        if isShutDown.load(ordering: .relaxed) { throw Self.shutDownError(host) }
         return try trusted.cachedResolution(host, families: families).map { Answer(resolution: $0, fallback: false, verdict: .ok) }
+    }
+
+    static func shutDownError(_ host: HostName) -> ResolutionError {
+        ResolutionError(.shutdown, "the resolver was shut down; \(host) was not looked up")
     }
 
     /// The fallbacks' turn, the trusted source having failed with `trustedFailure`.
     private func fallBack(_ host: HostName, families: AddressFamilies, trustedFailure: ResolutionError) async throws -> Answer {
-        // A resolver (or a trusted source) that was shut down answers nothing, not the local resolver's answer.
+        // A resolver (or a trusted source) that was shut down answers nothing, not the local resolver's answer; nor
+        // does one shut down while its trusted source was being asked (the source's failure then reads as a
+        // connection's, not as a shutdown).
         if trustedFailure.code == .shutdown { throw trustedFailure }
+        if isShutDown.load(ordering: .relaxed) { throw Self.shutDownError(host) }
         guard !configuration.strictHosts.matches(host) else {
             downgrades.increment()
             throw ResolutionError(
@@ -128,6 +135,7 @@ public final class HostResolver: Sendable {
         var refusal: ResolutionError?
         var failures = ["\(trusted.source.name): \(trustedFailure.message)"]
         for (index, fallback) in fallbacks.enumerated() {
+            if isShutDown.load(ordering: .relaxed) { throw Self.shutDownError(host) }
             fallbackCounters[index].increment()
             logger.debug(
                 "falling back",
@@ -167,6 +175,9 @@ public final class HostResolver: Sendable {
         families: AddressFamilies = .all,
         concurrency: Int = 64
     ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
+        if isShutDown.load(ordering: .relaxed) {
+            return Dictionary(hosts.map { ($0, Self.shutDownError($0)) }) { first, _ in first }
+        }
         let unresolved = try await trusted.preResolve(hosts, families: families, concurrency: concurrency)
         guard !unresolved.isEmpty else { return [:] }
         // The trusted source has had its turn for these: straight to the fallbacks.
@@ -191,6 +202,8 @@ public final class HostResolver: Sendable {
         guard concurrency > 0 else {
             throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
         }
+        // Shut down: nothing to tell the sources, no cache to refill.
+        guard !isShutDown.load(ordering: .relaxed) else { return [:] }
         // The sources first, so that no lookup from now on uses the old network's connections or health.
         for cache in [trusted] + fallbacks { await cache.source.networkChanged() }
         var inUse: [(host: HostName, families: AddressFamilies)] = []
