@@ -24,8 +24,6 @@ final class ServiceClient: Sendable {
 
         var endpoints: [ServiceEndpoint] { connection.servers }
         var serverName: String? { connection.serverName }
-        var budgetNanoseconds: Int64 { connection.budget.clampedNanoseconds }
-        var attemptTimeoutNanoseconds: Int64 { connection.attemptTimeout.clampedNanoseconds }
     }
 
     /// One address's answer: its status, headers and body.
@@ -59,6 +57,8 @@ final class ServiceClient: Sendable {
     private let health: Mutex<ServiceAddressHealth>
     private let clock: any MonotonicClock
     private let logger: Logger
+    private let budgetNanoseconds: Int64
+    private let attemptTimeoutNanoseconds: Int64
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
         let connection = settings.connection
@@ -106,6 +106,10 @@ final class ServiceClient: Sendable {
         self.settings = settings
         self.clock = clock
         self.logger = logger
+        // Converted once: every lookup's deadlines are counted in SwiftNIO's nanoseconds.
+        let attemptTimeoutNanoseconds = connection.attemptTimeout.clampedNanoseconds
+        self.budgetNanoseconds = connection.budget.clampedNanoseconds
+        self.attemptTimeoutNanoseconds = attemptTimeoutNanoseconds
         health = Mutex(
             ServiceAddressHealth(
                 count: settings.endpoints.count,
@@ -117,7 +121,7 @@ final class ServiceClient: Sendable {
             var configuration = HTTPClient.Configuration(
                 tlsConfiguration: tls,
                 redirectConfiguration: .disallow,
-                timeout: .init(connect: .nanoseconds(settings.attemptTimeoutNanoseconds), read: .nanoseconds(settings.attemptTimeoutNanoseconds))
+                timeout: .init(connect: .nanoseconds(attemptTimeoutNanoseconds), read: .nanoseconds(attemptTimeoutNanoseconds))
             )
             // A failed connection is this address's failure, reported now: the next address is tried instead of
             // this one again until the connect timeout. Certificate errors above all.
@@ -159,14 +163,14 @@ final class ServiceClient: Sendable {
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let started = clock.now()
-        let budgetEnds = NIODeadline.now() + .nanoseconds(settings.budgetNanoseconds)
+        let budgetEnds = NIODeadline.now() + .nanoseconds(budgetNanoseconds)
         var failures: [ResolutionError] = []
         let (order, generation) = health.withLock { ($0.order(now: started), $0.generation) }
         for index in order {
             let now = NIODeadline.now()
             guard now < budgetEnds else { break }
             let endpoint = settings.endpoints[index]
-            let ownTimeout = now + .nanoseconds(settings.attemptTimeoutNanoseconds)
+            let ownTimeout = now + .nanoseconds(attemptTimeoutNanoseconds)
             let attemptEnds = min(budgetEnds, ownTimeout)
             var request = HTTPClientRequest(url: url(target, on: endpoint))
             request.headers.add(name: "Accept", value: acceptHeader)

@@ -119,12 +119,9 @@ extension ResolverCache {
         /// `configuration` has passed ``Configuration/validate()``.
         init(_ configuration: Configuration) {
             func seconds(_ duration: Duration) -> UInt32 { Configuration.wholeSeconds(duration) ?? 0 }
+            // At most UInt32.max seconds, as a TTL can be, so instants stay far from overflowing; 0 when negative.
             func nanoseconds(_ duration: Duration) -> UInt64 {
-                // At most UInt32.max seconds, as a TTL can be: instants stay far from overflowing.
-                let (seconds, attoseconds) = duration.components
-                guard seconds >= 0, attoseconds >= 0 else { return 0 }
-                guard seconds < Int64(UInt32.max) else { return UInt64(UInt32.max) * 1_000_000_000 }
-                return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+                UInt64(clamping: min(duration, .seconds(Int64(UInt32.max))).clampedNanoseconds)
             }
             minTTLSeconds = seconds(configuration.minTTL)
             maxTTLSeconds = seconds(configuration.maxTTL)
