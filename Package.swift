@@ -57,6 +57,7 @@ let package = Package(
             name: "HTTPDNSCore",
             dependencies: [
                 "HTTPDNSSynchronization",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -77,6 +78,7 @@ let package = Package(
                 "HTTPDNSSynchronization",
                 "CAres",
                 "HTTPDNSCore",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -104,6 +106,7 @@ let package = Package(
                 "HTTPDNSWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -142,11 +145,13 @@ let package = Package(
                 "HTTPDNSWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The interceptor: requests sent straight to resolved addresses, keeping the real name in the Host header,
@@ -158,6 +163,7 @@ let package = Package(
                 "HTTPDNSCore",
                 "HTTPDNSNetworking",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -188,6 +194,7 @@ let package = Package(
             dependencies: [
                 "HTTPDNSSynchronization",
                 "HTTPDNSCore",
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -353,7 +360,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPDNSSettingsTests",
-            dependencies: ["HTTPDNSSettings", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSCAres"]
+            dependencies: [
+                "HTTPDNSSettings", "HTTPDNSCore", "HTTPDNSServer", "HTTPDNSCAres", "HTTPDNSClient", "HTTPDNSInterceptor", "HTTPDNSMetrics",
+                .product(name: "Configuration", package: "swift-configuration"),
+            ]
         ),
         .testTarget(
             name: "HTTPDNSCAresTests",
@@ -377,6 +387,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

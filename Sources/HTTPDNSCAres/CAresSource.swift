@@ -47,10 +47,10 @@ public final class CAresSource: ResolutionSource, MessageRelaying {
         /// - Throws: `ConfigurationError` naming the first setting that cannot work.
         public func validate() throws(ConfigurationError) {
             guard timeout >= .milliseconds(1) else {
-                throw ConfigurationError(key: "timeout", reason: "must be at least 1 ms, not \(timeout)")
+                throw ConfigurationError(.outOfRange, key: "timeout", reason: "must be at least 1 ms, not \(timeout)")
             }
             guard tries > 0 else {
-                throw ConfigurationError(key: "tries", reason: "must be at least 1, not \(tries)")
+                throw ConfigurationError(.outOfRange, key: "tries", reason: "must be at least 1, not \(tries)")
             }
             guard !name.isEmpty else {
                 throw ConfigurationError(key: "name", reason: "must not be empty: it names the source in stats, logs and metrics")

@@ -64,16 +64,20 @@ final class ServiceClient: Sendable {
         let connection = settings.connection
         guard !connection.servers.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one service") }
         guard connection.budget > .zero else {
-            throw ConfigurationError(key: "budget", reason: "must be a positive duration, not \(connection.budget)")
+            throw ConfigurationError(.outOfRange, key: "budget", reason: "must be a positive duration, not \(connection.budget)")
         }
         guard connection.attemptTimeout > .zero else {
-            throw ConfigurationError(key: "attemptTimeout", reason: "must be a positive duration, not \(connection.attemptTimeout)")
+            throw ConfigurationError(.outOfRange, key: "attemptTimeout", reason: "must be a positive duration, not \(connection.attemptTimeout)")
         }
         guard connection.coolDown >= .zero, connection.maxCoolDown >= connection.coolDown else {
-            throw ConfigurationError(key: "coolDown", reason: "must be ≥ 0 and at most maxCoolDown (\(connection.maxCoolDown)), not \(connection.coolDown)")
+            throw ConfigurationError(
+                connection.coolDown < .zero ? .outOfRange : .inconsistent,
+                key: "coolDown",
+                reason: "must be ≥ 0 and at most maxCoolDown (\(connection.maxCoolDown)), not \(connection.coolDown)"
+            )
         }
         guard connection.maxCoolDown <= .seconds(86_400) else {
-            throw ConfigurationError(key: "maxCoolDown", reason: "must be at most a day (86,400 s), not \(connection.maxCoolDown)")
+            throw ConfigurationError(.outOfRange, key: "maxCoolDown", reason: "must be at most a day (86,400 s), not \(connection.maxCoolDown)")
         }
         var settings = settings
         if let name = connection.serverName {
@@ -86,16 +90,16 @@ final class ServiceClient: Sendable {
         if let path = connection.extraTrustRootsPEMFile {
             do {
                 let certificates = try NIOSSLCertificate.fromPEMFile(path)
-                guard !certificates.isEmpty else { throw ConfigurationError(key: "cacert", reason: "\(path) holds no certificate") }
+                guard !certificates.isEmpty else { throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) holds no certificate") }
                 tls.additionalTrustRoots = [.certificates(certificates)]
             } catch let error as ConfigurationError {
                 throw error
             } catch {
-                throw ConfigurationError(key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)")
+                throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)", cause: error)
             }
         }
         if !connection.pins.isEmpty, let plain = settings.endpoints.first(where: { $0.scheme == .http }) {
-            throw ConfigurationError(key: "pin", reason: "pins need HTTPS, and \(plain) is plain HTTP")
+            throw ConfigurationError(.inconsistent, key: "pin", reason: "pins need HTTPS, and \(plain) is plain HTTP")
         }
         for endpoint in settings.endpoints where endpoint.scheme == .http {
             logger.warning(

@@ -20,7 +20,9 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``ServiceEndpointError`` saying what is wrong: a name instead of an IP, another scheme, a bad port,
     ///   a query or fragment.
     public init(parsing text: String) throws(ServiceEndpointError) {
-        func fail(_ reason: String) -> ServiceEndpointError { ServiceEndpointError(text: text, reason: reason) }
+        func fail(_ code: ServiceEndpointError.Code, _ reason: String) -> ServiceEndpointError {
+            ServiceEndpointError(code, text: text, reason: reason)
+        }
         let scheme: Scheme
         let rest: Substring
         if text.hasPrefix("https://") {
@@ -30,22 +32,22 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
             scheme = .http
             rest = text.dropFirst("http://".count)
         } else {
-            throw fail("must start with https:// (or, written out, http://)")
+            throw fail(.invalidScheme, "must start with https:// (or, written out, http://)")
         }
-        guard !rest.contains("?"), !rest.contains("#") else { throw fail("must not have a query or a fragment") }
+        guard !rest.contains("?"), !rest.contains("#") else { throw fail(.invalidPath, "must not have a query or a fragment") }
         let authority = rest.prefix { $0 != "/" }
         var path = String(rest.dropFirst(authority.count))
         while path.hasSuffix("/") { path.removeLast() }
         // RFC 3986 path characters only, so the URL needs no escaping (and means what it says).
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/!$&'()*+,;=:@".utf8)
-        guard path.utf8.allSatisfy(allowed.contains) else { throw fail("the path '\(path)' holds characters a URL path must escape") }
+        guard path.utf8.allSatisfy(allowed.contains) else { throw fail(.invalidPath, "the path '\(path)' holds characters a URL path must escape") }
         let hostText: Substring
         let portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw fail("an IPv6 address needs its closing ]") }
+            guard let close = authority.firstIndex(of: "]") else { throw fail(.invalidAddress, "an IPv6 address needs its closing ]") }
             hostText = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
-            guard after.isEmpty || after.hasPrefix(":") else { throw fail("only :PORT may follow an IPv6 address") }
+            guard after.isEmpty || after.hasPrefix(":") else { throw fail(.invalidPort, "only :PORT may follow an IPv6 address") }
             portText = after.isEmpty ? nil : after.dropFirst()
         } else if let colon = authority.firstIndex(of: ":") {
             hostText = authority[..<colon]
@@ -55,12 +57,14 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
             portText = nil
         }
         guard let address = IPAddress(String(hostText)) else {
-            throw fail("'\(hostText)' is not an IP address: a service is addressed by IP, so that reaching it needs no DNS")
+            throw fail(.invalidAddress, "'\(hostText)' is not an IP address: a service is addressed by IP, so that reaching it needs no DNS")
         }
-        if case .v6 = address, !authority.hasPrefix("[") { throw fail("an IPv6 address goes in brackets: https://[\(hostText)]") }
+        if case .v6 = address, !authority.hasPrefix("[") { throw fail(.invalidAddress, "an IPv6 address goes in brackets: https://[\(hostText)]") }
         let port: Int
         if let portText {
-            guard let number = Int(portText), (1...65_535).contains(number) else { throw fail("'\(portText)' is not a port (1 to 65535)") }
+            guard let number = Int(portText), (1...65_535).contains(number) else {
+                throw fail(.invalidPort, "'\(portText)' is not a port (1 to 65535)")
+            }
             port = number
         } else {
             port = scheme == .https ? 443 : 80
@@ -86,9 +90,70 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A service URL that cannot be used, and why.
+///
+/// Compare errors by ``code``; the ``reason`` is for people and may change.
 public struct ServiceEndpointError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for the part of the URL that is wrong. A struct, not an enum, so that codes can
+    /// be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case invalidScheme = "invalid_scheme"
+            case invalidAddress = "invalid_address"
+            case invalidPort = "invalid_port"
+            case invalidPath = "invalid_path"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The URL does not start with `https://` (or, written out, `http://`).
+        public static let invalidScheme = Code(.invalidScheme)
+        /// The host is not an IP literal (a name: a service is addressed by IP, so that reaching it needs no DNS),
+        /// or an IPv6 address is not in brackets or its `]` is missing.
+        public static let invalidAddress = Code(.invalidAddress)
+        /// The port is not a number from 1 to 65535, or something other than `:PORT` follows `]`.
+        public static let invalidPort = Code(.invalidPort)
+        /// The URL has a query or a fragment, or its path holds a character a URL path must escape.
+        public static let invalidPath = Code(.invalidPath)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`invalid_address`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// Which part of the URL is wrong.
+    public let code: Code
+    /// The URL as it was given.
     public let text: String
+    /// What is wrong with it, in a sentence fragment.
     public let reason: String
+    /// The error underneath, when there is one (parsing itself has none). Not compared or hashed: two errors are
+    /// the same when their code, text and reason are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: which part of the URL is wrong.
+    ///   - text: the URL as it was given.
+    ///   - reason: what is wrong with it, in a sentence fragment.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, text: String, reason: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.text = text
+        self.reason = reason
+        self.cause = cause
+    }
 
     public var description: String { "invalid service URL '\(text)': \(reason)" }
+
+    public static func == (lhs: ServiceEndpointError, rhs: ServiceEndpointError) -> Bool {
+        lhs.code == rhs.code && lhs.text == rhs.text && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(text)
+        hasher.combine(reason)
+    }
 }

@@ -10,7 +10,7 @@ enum BoundedLookups {
         _ lookUp: @escaping @Sendable (HostName, AddressFamilies) async throws -> Void
     ) async throws(ConfigurationError) -> [HostName: ResolutionError] {
         guard concurrency > 0 else {
-            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
+            throw ConfigurationError(.outOfRange, key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
         }
         return await withTaskGroup(of: (HostName, ResolutionError?).self) { group in
             func start(_ name: (host: HostName, families: AddressFamilies)) {

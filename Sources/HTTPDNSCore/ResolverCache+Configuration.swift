@@ -44,10 +44,14 @@ extension ResolverCache {
         /// - Throws: ``ConfigurationError`` naming the first setting that cannot work.
         public func validate() throws(ConfigurationError) {
             guard maxEntries > 0 else {
-                throw ConfigurationError(key: "maxEntries", reason: "must be a positive number of names, not \(maxEntries)")
+                throw ConfigurationError(.outOfRange, key: "maxEntries", reason: "must be a positive number of names, not \(maxEntries)")
             }
             guard maxPendingQueries > 0 else {
-                throw ConfigurationError(key: "maxPendingQueries", reason: "must be a positive number of queries, not \(maxPendingQueries)")
+                throw ConfigurationError(
+                    .outOfRange,
+                    key: "maxPendingQueries",
+                    reason: "must be a positive number of queries, not \(maxPendingQueries)"
+                )
             }
             let ttlClamps: [(key: String, value: Duration)] = [
                 ("minTTL", minTTL), ("maxTTL", maxTTL), ("negativeTTL", negativeTTL),
@@ -55,35 +59,39 @@ extension ResolverCache {
             ]
             for (key, value) in ttlClamps where Self.wholeSeconds(value) == nil {
                 throw ConfigurationError(
+                    .outOfRange,
                     key: key,
                     reason: "must be a whole number of seconds from 0 to \(UInt32.max) (a DNS TTL), not \(value)"
                 )
             }
             for (key, value) in [("maxStale", maxStale), ("staleRefreshRetry", staleRefreshRetry)] where value < .zero {
-                throw ConfigurationError(key: key, reason: "must be 0 or a positive duration, not \(value)")
+                throw ConfigurationError(.outOfRange, key: key, reason: "must be 0 or a positive duration, not \(value)")
             }
             // Whole seconds from here on, checked above: the clamps are compared and named in seconds.
             let seconds = { (duration: Duration) in "\(Self.wholeSeconds(duration) ?? 0) s" }
             guard minTTL <= maxTTL else {
                 throw ConfigurationError(
+                    .inconsistent,
                     key: "minTTL",
                     reason: "(\(seconds(minTTL))) is larger than the largest TTL kept, maxTTL (\(seconds(maxTTL)))"
                 )
             }
             guard minNegativeTTL <= maxNegativeTTL else {
                 throw ConfigurationError(
+                    .inconsistent,
                     key: "minNegativeTTL",
                     reason: "(\(seconds(minNegativeTTL))) is larger than the largest negative TTL kept, maxNegativeTTL (\(seconds(maxNegativeTTL)))"
                 )
             }
             guard staleAnswerClientTimeout >= .zero else {
                 throw ConfigurationError(
+                    .outOfRange,
                     key: "staleAnswerClientTimeout",
                     reason: "must be 0 (wait for the refresh) or a positive duration, not \(staleAnswerClientTimeout)"
                 )
             }
             guard refreshAheadFraction >= 0, refreshAheadFraction <= 1 else {
-                throw ConfigurationError(key: "refreshAheadFraction", reason: "must be between 0 and 1, not \(refreshAheadFraction)")
+                throw ConfigurationError(.outOfRange, key: "refreshAheadFraction", reason: "must be between 0 and 1, not \(refreshAheadFraction)")
             }
         }
 

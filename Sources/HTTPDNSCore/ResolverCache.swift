@@ -114,7 +114,7 @@ public final class ResolverCache: Sendable {
             }
         }
         guard concurrency > 0 else {
-            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
+            throw ConfigurationError(.outOfRange, key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
         }
         let now = clock.now()
         var seen = Set<HostName>()

@@ -58,7 +58,7 @@ public struct CacheControl: Sendable, Hashable {
                 continue
             }
             let name = token()
-            guard !name.isEmpty else { throw CacheControlError(offset: index, reason: "expected a directive name") }
+            guard !name.isEmpty else { throw CacheControlError(.missingName, offset: index, reason: "expected a directive name") }
             skipWhitespace()
             var argument: String?
             if index < bytes.count, bytes[index] == 0x3D {  // "="
@@ -79,21 +79,23 @@ public struct CacheControl: Sendable, Hashable {
                             guard index < bytes.count else { break }
                             let escaped = bytes[index]
                             guard !(escaped < 0x20 && escaped != 0x09 || escaped == 0x7F) else {
-                                throw CacheControlError(offset: index, reason: "a control character in a quoted string")
+                                throw CacheControlError(.controlCharacter, offset: index, reason: "a control character in a quoted string")
                             }
                             value.append(escaped)
                             index += 1
                         } else if byte < 0x20 && byte != 0x09 || byte == 0x7F {
-                            throw CacheControlError(offset: index - 1, reason: "a control character in a quoted string")
+                            throw CacheControlError(.controlCharacter, offset: index - 1, reason: "a control character in a quoted string")
                         } else {
                             value.append(byte)
                         }
                     }
-                    guard closed else { throw CacheControlError(offset: bytes.count, reason: "a quoted string that does not end") }
+                    guard closed else {
+                        throw CacheControlError(.unterminatedString, offset: bytes.count, reason: "a quoted string that does not end")
+                    }
                     argument = String(decoding: value, as: UTF8.self)
                 } else {
                     let value = token()
-                    guard !value.isEmpty else { throw CacheControlError(offset: index, reason: "expected a value after '='") }
+                    guard !value.isEmpty else { throw CacheControlError(.missingValue, offset: index, reason: "expected a value after '='") }
                     argument = String(decoding: value, as: UTF8.self)
                 }
                 skipWhitespace()
@@ -101,7 +103,7 @@ public struct CacheControl: Sendable, Hashable {
             let lowered = name.contains(where: { (0x41...0x5A).contains($0) }) ? name.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 } : name
             directives.append(Directive(name: String(decoding: lowered, as: UTF8.self), argument: argument))
             guard index < bytes.count else { return }
-            guard bytes[index] == 0x2C else { throw CacheControlError(offset: index, reason: "expected ',' between directives") }
+            guard bytes[index] == 0x2C else { throw CacheControlError(.missingSeparator, offset: index, reason: "expected ',' between directives") }
             index += 1
         }
     }
@@ -120,10 +122,72 @@ public struct CacheControl: Sendable, Hashable {
 }
 
 /// A Cache-Control field that is not the RFC 9111 grammar.
+///
+/// Compare errors by ``code``; the ``reason`` is for people and may change.
 public struct CacheControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for what the grammar expected (usable as a metric dimension). A struct, not an
+    /// enum, so that codes can be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case missingName = "missing_name"
+            case missingValue = "missing_value"
+            case missingSeparator = "missing_separator"
+            case controlCharacter = "control_character"
+            case unterminatedString = "unterminated_string"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A directive without a name (a token), where one should start.
+        public static let missingName = Code(.missingName)
+        /// An `=` not followed by a token or a quoted string.
+        public static let missingValue = Code(.missingValue)
+        /// Two directives without a `,` between them.
+        public static let missingSeparator = Code(.missingSeparator)
+        /// A control character inside a quoted string.
+        public static let controlCharacter = Code(.controlCharacter)
+        /// A quoted string that does not end.
+        public static let unterminatedString = Code(.unterminatedString)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`missing_separator`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// What the grammar expected.
+    public let code: Code
     /// The byte offset in the line where it went wrong.
     public let offset: Int
+    /// What was wrong, in a sentence fragment.
     public let reason: String
+    /// The error underneath, when there is one (parsing itself has none). Not compared or hashed: two errors are
+    /// the same when their code, offset and reason are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: what the grammar expected.
+    ///   - offset: the byte offset in the line where it went wrong.
+    ///   - reason: what was wrong, in a sentence fragment.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, offset: Int, reason: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.offset = offset
+        self.reason = reason
+        self.cause = cause
+    }
 
     public var description: String { "invalid Cache-Control at byte \(offset): \(reason)" }
+
+    public static func == (lhs: CacheControlError, rhs: CacheControlError) -> Bool {
+        lhs.code == rhs.code && lhs.offset == rhs.offset && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(offset)
+        hasher.combine(reason)
+    }
 }

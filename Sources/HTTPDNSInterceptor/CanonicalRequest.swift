@@ -231,7 +231,7 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, url: String, standard: Bool) throws(CanonicalRequestError) -> URLParts? {
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, isScheme(bytes[..<colon]) else {
-            throw CanonicalRequestError(url: url, reason: "not an absolute URL: no scheme")
+            throw CanonicalRequestError(.notAbsolute, url: url, reason: "not an absolute URL: no scheme")
         }
         let isHTTPS: Bool
         switch colon {
@@ -240,7 +240,7 @@ public struct CanonicalRequest: Sendable, Hashable {
         default: return nil  // Not ours, whatever else it holds.
         }
         if let bad = bytes.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) {
-            throw CanonicalRequestError(url: url, reason: "a space or control character at byte \(bad)")
+            throw CanonicalRequestError(.invalidCharacter, url: url, reason: "a space or control character at byte \(bad)")
         }
         // The URL given is kept as the canonical one when nothing in it changes: this is that question's answer so far.
         var asGiven = !bytes[..<colon].contains { (0x41...0x5A).contains($0) }
@@ -272,12 +272,12 @@ public struct CanonicalRequest: Sendable, Hashable {
         var (host, port, portAsWritten) = try hostAndPort(hostPort, in: url, standard: standard)
         if host.count == 0 {
             guard !standard else {
-                throw CanonicalRequestError(url: url, reason: "the host is empty (RFC 9110 §4.2.1: an http URI needs one)")
+                throw CanonicalRequestError(.invalidHost, url: url, reason: "the host is empty (RFC 9110 §4.2.1: an http URI needs one)")
             }
             host = .text("localhost")
         }
         if let port, !(1...65535).contains(port) {
-            throw CanonicalRequestError(url: url, reason: "port \(port) is out of range (1 to 65535)")
+            throw CanonicalRequestError(.invalidPort, url: url, reason: "port \(port) is out of range (1 to 65535)")
         }
 
         var path = try component(rawPath, in: url, standard: standard, what: "path")
@@ -415,12 +415,14 @@ public struct CanonicalRequest: Sendable, Hashable {
         var portBytes: Bytes?
         if bytes.first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else {
-                throw CanonicalRequestError(url: url, reason: "an IPv6 literal without its closing ']'")
+                throw CanonicalRequestError(.invalidHost, url: url, reason: "an IPv6 literal without its closing ']'")
             }
             hostBytes = bytes[...close]
             let after = bytes[(close + 1)...]
             if !after.isEmpty {
-                guard after.first == UInt8(ascii: ":") else { throw CanonicalRequestError(url: url, reason: "text after the IPv6 literal") }
+                guard after.first == UInt8(ascii: ":") else {
+                    throw CanonicalRequestError(.invalidHost, url: url, reason: "text after the IPv6 literal")
+                }
                 portBytes = after.dropFirst()
             }
         } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
@@ -432,33 +434,41 @@ public struct CanonicalRequest: Sendable, Hashable {
         if let portBytes, !portBytes.isEmpty {
             let digits = portBytes.drop { $0 == UInt8(ascii: "0") }
             guard portBytes.allSatisfy(isDigit), digits.count <= 5 else {
-                throw CanonicalRequestError(url: url, reason: "'\(String(decoding: portBytes, as: UTF8.self))' is not a port number")
+                throw CanonicalRequestError(.invalidPort, url: url, reason: "'\(String(decoding: portBytes, as: UTF8.self))' is not a port number")
             }
             guard standard || digits.count == portBytes.count else {
                 // The reference edits the URL's bytes and keeps a port as written: leading zeros cannot be kept here.
-                throw CanonicalRequestError(url: url, reason: "the port '\(String(decoding: portBytes, as: UTF8.self))' has leading zeros")
+                throw CanonicalRequestError(
+                    .invalidPort,
+                    url: url,
+                    reason: "the port '\(String(decoding: portBytes, as: UTF8.self))' has leading zeros"
+                )
             }
             port = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
             portAsWritten = digits.count == portBytes.count
         } else if portBytes != nil, !standard {
-            throw CanonicalRequestError(url: url, reason: "an empty port (the reference keeps the ':', which this form cannot)")
+            throw CanonicalRequestError(.invalidPort, url: url, reason: "an empty port (the reference keeps the ':', which this form cannot)")
         }
         if hostBytes.first == UInt8(ascii: "[") {
             let written = String(decoding: hostBytes, as: UTF8.self)
             let literal = String(written.dropFirst().dropLast())
             guard let address = IPv6Address(literal) else {
-                throw CanonicalRequestError(url: url, reason: "'\(literal)' is not an IPv6 address")
+                throw CanonicalRequestError(.invalidHost, url: url, reason: "'\(literal)' is not an IPv6 address")
             }
             let canonical = standard ? "[\(rfc5952(address))]" : written.lowercased()
             return (canonical == written ? .input(hostBytes.startIndex..<hostBytes.endIndex) : .text(canonical), port, portAsWritten)
         }
         guard hostBytes.allSatisfy({ isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }) else {
-            throw CanonicalRequestError(url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' holds a character a host name cannot (internationalised names in their xn-- form)")
+            throw CanonicalRequestError(
+                .invalidHost,
+                url: url,
+                reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' holds a character a host name cannot (internationalised names in their xn-- form)"
+            )
         }
         let name = hostBytes.last == UInt8(ascii: ".") ? hostBytes.dropLast() : hostBytes
-        guard name.count <= 253 else { throw CanonicalRequestError(url: url, reason: "the host is longer than 253 bytes") }
+        guard name.count <= 253 else { throw CanonicalRequestError(.invalidHost, url: url, reason: "the host is longer than 253 bytes") }
         if name.isEmpty, !hostBytes.isEmpty {
-            throw CanonicalRequestError(url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' has an empty label")
+            throw CanonicalRequestError(.invalidHost, url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' has an empty label")
         }
         if !name.isEmpty {
             // Labels of 1 to 63 bytes.
@@ -474,7 +484,11 @@ public struct CanonicalRequest: Sendable, Hashable {
                 }
             }
             guard valid, label > 0 else {
-                throw CanonicalRequestError(url: url, reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' has an empty label or one longer than 63 bytes")
+                throw CanonicalRequestError(
+                    .invalidHost,
+                    url: url,
+                    reason: "the host '\(String(decoding: hostBytes, as: UTF8.self))' has an empty label or one longer than 63 bytes"
+                )
             }
         }
         // ASCII only (checked above), so lowercasing changes ASCII letters alone.
@@ -526,7 +540,7 @@ public struct CanonicalRequest: Sendable, Hashable {
         while index < bytes.endIndex {
             let byte = bytes[index]
             guard byte < 0x80 else {
-                throw CanonicalRequestError(url: url, reason: "a byte that is not ASCII in the \(what): percent-encode it")
+                throw CanonicalRequestError(.invalidCharacter, url: url, reason: "a byte that is not ASCII in the \(what): percent-encode it")
             }
             guard byte == UInt8(ascii: "%") else {
                 index += 1
@@ -534,7 +548,7 @@ public struct CanonicalRequest: Sendable, Hashable {
             }
             guard bytes.distance(from: index, to: bytes.endIndex) >= 3, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
             else {
-                throw CanonicalRequestError(url: url, reason: "a '%' in the \(what) that is not followed by two hex digits")
+                throw CanonicalRequestError(.invalidPercentEncoding, url: url, reason: "a '%' in the \(what) that is not followed by two hex digits")
             }
             if standard, isUnreserved(high << 4 | low) || bytes[index + 1] != hexDigit(high) || bytes[index + 2] != hexDigit(low) {
                 changes = true
@@ -660,9 +674,74 @@ func equalIgnoringASCIICase(_ a: some Collection<UInt8>, _ b: String) -> Bool {
 }
 
 /// A URL the interceptor cannot send, and why.
+///
+/// Compare errors by ``code``; the ``reason`` is for people and may change.
 public struct CanonicalRequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for the part of the URL that cannot be sent (usable as a metric dimension). A
+    /// struct, not an enum, so that codes can be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case notAbsolute = "not_absolute"
+            case invalidCharacter = "invalid_character"
+            case invalidPercentEncoding = "invalid_percent_encoding"
+            case invalidHost = "invalid_host"
+            case invalidPort = "invalid_port"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The URL has no scheme: it is not absolute.
+        public static let notAbsolute = Code(.notAbsolute)
+        /// A space or control character anywhere in the URL, or a byte outside ASCII in its path, query, fragment or
+        /// user information (which must be percent-encoded).
+        public static let invalidCharacter = Code(.invalidCharacter)
+        /// A `%` not followed by two hex digits.
+        public static let invalidPercentEncoding = Code(.invalidPercentEncoding)
+        /// The host is empty, longer than 253 bytes, has an empty or too long label, holds a character a host name
+        /// cannot, or is an IPv6 literal that does not parse or close.
+        public static let invalidHost = Code(.invalidHost)
+        /// The port is empty, not a number, written with leading zeros, or outside 1 to 65535.
+        public static let invalidPort = Code(.invalidPort)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`invalid_host`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// Which part of the URL cannot be sent.
+    public let code: Code
+    /// The URL as it was given.
     public let url: String
+    /// What is wrong with it, in a sentence fragment.
     public let reason: String
+    /// The error underneath, when there is one (normalising itself has none). Not compared or hashed: two errors
+    /// are the same when their code, URL and reason are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: which part of the URL cannot be sent.
+    ///   - url: the URL as it was given.
+    ///   - reason: what is wrong with it, in a sentence fragment.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, url: String, reason: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.url = url
+        self.reason = reason
+        self.cause = cause
+    }
 
     public var description: String { "cannot send '\(url)': \(reason)" }
+
+    public static func == (lhs: CanonicalRequestError, rhs: CanonicalRequestError) -> Bool {
+        lhs.code == rhs.code && lhs.url == rhs.url && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(url)
+        hasher.combine(reason)
+    }
 }

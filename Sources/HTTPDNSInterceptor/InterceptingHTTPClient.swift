@@ -114,16 +114,16 @@ public final class InterceptingHTTPClient: Sendable {
         logger: Logger = Logger(label: "httpdns.interceptor")
     ) throws(ConfigurationError) {
         guard configuration.maxRedirects >= 0 else {
-            throw ConfigurationError(key: "maxRedirects", reason: "must be 0 or more, not \(configuration.maxRedirects)")
+            throw ConfigurationError(.outOfRange, key: "maxRedirects", reason: "must be 0 or more, not \(configuration.maxRedirects)")
         }
         guard configuration.maxClients > 0 else {
-            throw ConfigurationError(key: "maxClients", reason: "must be a positive number of clients, not \(configuration.maxClients)")
+            throw ConfigurationError(.outOfRange, key: "maxClients", reason: "must be a positive number of clients, not \(configuration.maxClients)")
         }
         guard configuration.connectTimeout > .zero else {
-            throw ConfigurationError(key: "connectTimeout", reason: "must be positive, not \(configuration.connectTimeout)")
+            throw ConfigurationError(.outOfRange, key: "connectTimeout", reason: "must be positive, not \(configuration.connectTimeout)")
         }
         guard configuration.readTimeout > .zero else {
-            throw ConfigurationError(key: "readTimeout", reason: "must be positive, not \(configuration.readTimeout)")
+            throw ConfigurationError(.outOfRange, key: "readTimeout", reason: "must be positive, not \(configuration.readTimeout)")
         }
         guard configuration.tls.certificateVerification == .fullVerification else {
             throw ConfigurationError(

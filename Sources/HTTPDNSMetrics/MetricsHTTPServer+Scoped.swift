@@ -18,7 +18,7 @@ public func withMetricsHTTPServer<Result: Sendable>(
         guard let address = await server.waitUntilListening() else {
             // run() ended without binding: its error says why.
             try await group.next()
-            throw MetricsHTTPServerError("the metrics server stopped before it listened")
+            throw MetricsHTTPServerError(.stoppedBeforeListening, "the metrics server stopped before it listened")
         }
         defer { group.cancelAll() }
         return try await body(server, address)

@@ -72,10 +72,14 @@ public final class MetricsHTTPServer: Service, Sendable {
         // that cannot work as much as an address that cannot be bound.
         defer { listening.finish() }
         guard configuration.maxConnections > 0 else {
-            throw MetricsHTTPServerError("maxConnections must be positive, not \(configuration.maxConnections)")
+            throw MetricsHTTPServerError(
+                configuration: ConfigurationError(.outOfRange, key: "maxConnections", reason: "must be positive, not \(configuration.maxConnections)")
+            )
         }
         guard (0...65535).contains(configuration.port) else {
-            throw MetricsHTTPServerError("port must be 0 to 65535, not \(configuration.port)")
+            throw MetricsHTTPServerError(
+                configuration: ConfigurationError(.outOfRange, key: "port", reason: "must be 0 to 65535, not \(configuration.port)")
+            )
         }
         let open = OpenConnections(limit: configuration.maxConnections)
         let exposition = exposition
@@ -115,11 +119,64 @@ public final class MetricsHTTPServer: Service, Sendable {
 }
 
 /// A metrics server that cannot start: what is wrong.
-public struct MetricsHTTPServerError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+///
+/// Compare errors by ``code``; the ``description`` is for people and may change. An address that cannot be bound is
+/// NIO's own error, thrown as it is.
+public struct MetricsHTTPServerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for why the server cannot start. A struct, not an enum, so that codes can be
+    /// added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case invalidConfiguration = "invalid_configuration"
+            case stoppedBeforeListening = "stopped_before_listening"
+        }
 
-    init(_ description: String) {
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A setting of ``MetricsHTTPServer/Configuration`` cannot work (a port above 65535, no connections
+        /// allowed). The `ConfigurationError` naming it is the ``MetricsHTTPServerError/cause``.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The server stopped, without an error of its own, before it listened.
+        public static let stoppedBeforeListening = Code(.stoppedBeforeListening)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`invalid_configuration`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// Why the server cannot start.
+    public let code: Code
+    /// What is wrong, naming the setting where one is to blame: `port must be 0 to 65535, not 70000`.
+    public let description: String
+    /// The error underneath, when there is one: the `ConfigurationError` of ``Code/invalidConfiguration``. Not
+    /// compared or hashed: two errors are the same when their code and description are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: why the server cannot start.
+    ///   - description: what is wrong.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, _ description: String, cause: (any Error)? = nil) {
+        self.code = code
         self.description = description
+        self.cause = cause
+    }
+
+    /// The error for a setting that cannot work: its message is the configuration error's, and it is the cause.
+    init(configuration error: ConfigurationError) {
+        self.init(.invalidConfiguration, error.description, cause: error)
+    }
+
+    public static func == (lhs: MetricsHTTPServerError, rhs: MetricsHTTPServerError) -> Bool {
+        lhs.code == rhs.code && lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(description)
     }
 }
 

@@ -58,40 +58,48 @@ public struct HTTPDNSServerConfiguration: Sendable {
     /// Checks every setting against its range and the others.
     /// - Throws: `ConfigurationError` naming the first setting that cannot work.
     public func validate() throws(ConfigurationError) {
-        guard (0...65_535).contains(port) else { throw ConfigurationError(key: "port", reason: "must be 0 to 65535, not \(port)") }
+        guard (0...65_535).contains(port) else { throw ConfigurationError(.outOfRange, key: "port", reason: "must be 0 to 65535, not \(port)") }
         guard !host.isEmpty else { throw ConfigurationError(key: "host", reason: "must not be empty") }
         if tlsCertificatePath != nil, tlsKeyPath == nil {
-            throw ConfigurationError(key: "tlsKeyPath", reason: "is missing: a certificate needs its private key")
+            throw ConfigurationError(.inconsistent, key: "tlsKeyPath", reason: "is missing: a certificate needs its private key")
         }
         if tlsKeyPath != nil, tlsCertificatePath == nil {
-            throw ConfigurationError(key: "tlsCertificatePath", reason: "is missing: a private key needs its certificate")
+            throw ConfigurationError(.inconsistent, key: "tlsCertificatePath", reason: "is missing: a private key needs its certificate")
         }
         for (key, value) in [
             ("maxHostsPerBatch", maxHostsPerBatch), ("maxURLLength", maxURLLength), ("maxDNSMessageBytes", maxDNSMessageBytes),
             ("maxConnections", maxConnections), ("maxRequestBodyBytesHeld", maxRequestBodyBytesHeld), ("maxOpenStreams", maxOpenStreams),
         ] {
-            guard value > 0 else { throw ConfigurationError(key: key, reason: "must be a positive whole number, not \(value)") }
+            guard value > 0 else { throw ConfigurationError(.outOfRange, key: key, reason: "must be a positive whole number, not \(value)") }
         }
         guard maxDNSMessageBytes <= 65_535 else {
-            throw ConfigurationError(key: "maxDNSMessageBytes", reason: "must be at most 65535, the largest DNS message, not \(maxDNSMessageBytes)")
+            throw ConfigurationError(
+                .outOfRange,
+                key: "maxDNSMessageBytes",
+                reason: "must be at most 65535, the largest DNS message, not \(maxDNSMessageBytes)"
+            )
         }
         guard rateLimitPerSecond >= 0, rateLimitPerSecond.isFinite else {
-            throw ConfigurationError(key: "rateLimitPerSecond", reason: "must be a number ≥ 0 (0 turns the limit off), not \(rateLimitPerSecond)")
+            throw ConfigurationError(
+                .outOfRange,
+                key: "rateLimitPerSecond",
+                reason: "must be a number ≥ 0 (0 turns the limit off), not \(rateLimitPerSecond)"
+            )
         }
         guard rateLimitPerSecond == 0 || (rateLimitBurst >= 1 && rateLimitBurst.isFinite) else {
-            throw ConfigurationError(key: "rateLimitBurst", reason: "must be a number ≥ 1, not \(rateLimitBurst)")
+            throw ConfigurationError(.outOfRange, key: "rateLimitBurst", reason: "must be a number ≥ 1, not \(rateLimitBurst)")
         }
         guard idleTimeout > .zero else {
-            throw ConfigurationError(key: "idleTimeout", reason: "must be a positive duration, not \(idleTimeout)")
+            throw ConfigurationError(.outOfRange, key: "idleTimeout", reason: "must be a positive duration, not \(idleTimeout)")
         }
         guard headerTimeout > .zero else {
-            throw ConfigurationError(key: "headerTimeout", reason: "must be a positive duration, not \(headerTimeout)")
+            throw ConfigurationError(.outOfRange, key: "headerTimeout", reason: "must be a positive duration, not \(headerTimeout)")
         }
         guard upstreamRetryAfter >= .zero else {
-            throw ConfigurationError(key: "upstreamRetryAfter", reason: "must be a duration ≥ 0, not \(upstreamRetryAfter)")
+            throw ConfigurationError(.outOfRange, key: "upstreamRetryAfter", reason: "must be a duration ≥ 0, not \(upstreamRetryAfter)")
         }
         guard signatureMaxValidity >= .seconds(1) else {
-            throw ConfigurationError(key: "signatureMaxValidity", reason: "must be at least one second, not \(signatureMaxValidity)")
+            throw ConfigurationError(.outOfRange, key: "signatureMaxValidity", reason: "must be at least one second, not \(signatureMaxValidity)")
         }
         for (id, account) in accounts.sorted(by: { $0.key < $1.key }) {
             guard !id.isEmpty, id.utf8.allSatisfy({ $0 != UInt8(ascii: "/") && $0 > 0x20 }) else {
@@ -118,14 +126,14 @@ public struct HTTPDNSServerConfiguration: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
         } catch {
-            throw TLSFilesError(description: "tlsCert \(certificatePath) is not a PEM certificate chain: \(error)")
+            throw TLSFilesError(.invalidCertificate, description: "tlsCert \(certificatePath) is not a PEM certificate chain: \(error)", cause: error)
         }
-        guard !chain.isEmpty else { throw TLSFilesError(description: "tlsCert \(certificatePath) holds no certificate") }
+        guard !chain.isEmpty else { throw TLSFilesError(.invalidCertificate, description: "tlsCert \(certificatePath) holds no certificate") }
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
         } catch {
-            throw TLSFilesError(description: "tlsKey \(keyPath) is not a PEM private key: \(error)")
+            throw TLSFilesError(.invalidPrivateKey, description: "tlsKey \(keyPath) is not a PEM private key: \(error)", cause: error)
         }
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         tls.minimumTLSVersion = .tlsv12
@@ -133,8 +141,60 @@ public struct HTTPDNSServerConfiguration: Sendable {
     }
 
     /// A certificate or key file that could not be used.
-    public struct TLSFilesError: Error, CustomStringConvertible {
+    ///
+    /// Compare errors by ``code``; the ``description`` is for people and may change. The TLS library's error is
+    /// kept as ``cause``.
+    public struct TLSFilesError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// A stable, bounded identifier for the file that could not be used. A struct, not an enum, so that codes
+        /// can be added without breaking a caller's `switch`.
+        public struct Code: Sendable, Hashable, CustomStringConvertible {
+            private enum Base: String, Sendable, Hashable, CaseIterable {
+                case invalidCertificate = "invalid_certificate"
+                case invalidPrivateKey = "invalid_private_key"
+            }
+
+            private let base: Base
+            private init(_ base: Base) { self.base = base }
+
+            /// The certificate file (``HTTPDNSServerConfiguration/tlsCertificatePath``) cannot be read, is not a PEM
+            /// certificate chain, or holds no certificate.
+            public static let invalidCertificate = Code(.invalidCertificate)
+            /// The key file (``HTTPDNSServerConfiguration/tlsKeyPath``) cannot be read or is not a PEM private key.
+            public static let invalidPrivateKey = Code(.invalidPrivateKey)
+
+            /// Every code, for making one metric per code up front.
+            public static let all: [Code] = Base.allCases.map(Code.init)
+
+            /// The code as a short snake-case word (`invalid_certificate`), as metrics and logs write it.
+            public var description: String { base.rawValue }
+        }
+
+        /// Which file could not be used.
+        public let code: Code
+        /// What went wrong, naming the setting and the file: `tlsKey /etc/httpdns/key.pem is not a PEM private key: …`.
         public let description: String
+        /// The TLS library's error, when it gave one. Not compared or hashed: two errors are the same when their
+        /// code and description are.
+        public let cause: (any Error)?
+
+        /// - Parameters:
+        ///   - code: which file could not be used.
+        ///   - description: what went wrong, naming the setting and the file.
+        ///   - cause: the error underneath, when there is one.
+        public init(_ code: Code, description: String, cause: (any Error)? = nil) {
+            self.code = code
+            self.description = description
+            self.cause = cause
+        }
+
+        public static func == (lhs: TLSFilesError, rhs: TLSFilesError) -> Bool {
+            lhs.code == rhs.code && lhs.description == rhs.description
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(code)
+            hasher.combine(description)
+        }
     }
 
     /// One account of the native API.

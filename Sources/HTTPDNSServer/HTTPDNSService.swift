@@ -24,16 +24,27 @@ public struct HTTPDNSService: Sendable {
     private let doh: DoHAPI
     private let admission: Admission
     private let requestMetrics = RequestMetrics()
+    /// The logger ``run()`` uses, as a `Service` in a `ServiceGroup`.
+    public let logger: Logger
 
+    /// - Parameters:
+    ///   - configuration: where it listens, its limits, TLS and accounts.
+    ///   - resolver: the cache it answers from; the service does not own it, nor the cache's source.
+    ///   - metrics: what `/metrics` serves; nil answers it 404.
+    ///   - clock: the clock of rate limits and relayed answers' ages.
+    ///   - unixTime: the wall clock signatures are checked against.
+    ///   - logger: the logger ``run()`` uses.
     /// - Throws: `ConfigurationError` when `configuration` does not pass ``HTTPDNSServerConfiguration/validate()``.
     public init(
         configuration: HTTPDNSServerConfiguration,
         resolver: ResolverCache,
         metrics: MetricsEndpoint?,
         clock: any MonotonicClock = SystemMonotonicClock(),
-        unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) }
+        unixTime: @escaping @Sendable () -> Int64 = { Int64(time(nil)) },
+        logger: Logger = Logger(label: "httpdns.service")
     ) throws(ConfigurationError) {
         try configuration.validate()
+        self.logger = logger
         self.configuration = configuration
         self.resolver = resolver
         self.metrics = metrics

@@ -5,10 +5,10 @@ import HTTPDNSCore
 /// The settings of `httpdns health`: its table of keys, read as every command's are (flags, then `HTTPDNS_…`
 /// variables, then the file).
 public struct HealthSettings: Sendable {
-    public static let servers = Setting("servers", .serviceURLs, flag: "--server")
-    public static let serverName = Setting("serverName", .text, flag: "--server-name")
-    public static let cacert = Setting("cacert", .text, flag: "--cacert")
-    public static let pins = Setting("pins", .pins, flag: "--pin")
+    public static let servers = Setting("servers", .serviceURLs, flag: "--server", libraryKey: "service.servers")
+    public static let serverName = Setting("serverName", .text, flag: "--server-name", libraryKey: "service.serverName")
+    public static let cacert = Setting("cacert", .text, flag: "--cacert", libraryKey: "service.extraTrustRootsPEMFile")
+    public static let pins = Setting("pins", .pins, flag: "--pin", libraryKey: "service.pins")
     public static let dns = Setting("dns", .dnsServers, flag: "--dns")
     public static let tcp = Setting("tcp", .flag, flag: "--tcp")
     public static let hosts = Setting("hosts", .hostNames, flag: "--host")
@@ -47,25 +47,19 @@ public struct HealthSettings: Sendable {
     /// Reads every key and checks that the libraries accept what they make.
     /// - Throws: ``SettingError`` naming the key.
     public init(reading reader: SettingsReader) async throws(SettingError) {
-        let servers = try await reader.strings(Self.servers) ?? []
-        let serverName = try await reader.string(Self.serverName)
-        let cacert = try await reader.string(Self.cacert)
-        let pins = try await reader.strings(Self.pins) ?? []
         if let value = try await reader.int(Self.timeoutMs) {
             guard value <= 60_000 else { throw SettingError("--timeout-ms (timeoutMs, HTTPDNS_TIMEOUT_MS) must be at most 60000, not \(value)") }
             timeout = .milliseconds(value)
         }
-        if !servers.isEmpty {
-            // Each was checked as it was read, so parsing again cannot fail.
-            var connection = ServiceConnection(servers: servers.compactMap { try? ServiceEndpoint(parsing: $0) })
-            connection.serverName = serverName
-            connection.extraTrustRootsPEMFile = cacert
-            connection.pins = pins.compactMap { try? SPKIPin(parsing: $0) }
+        if try await reader.isSet(Self.servers) {
+            var connection = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
             connection.budget = timeout
             connection.attemptTimeout = timeout
             service = connection
-        } else if serverName != nil || cacert != nil || !pins.isEmpty {
-            throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL")
+        } else {
+            for setting in [Self.serverName, Self.cacert, Self.pins] {
+                guard try await !reader.isSet(setting) else { throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL") }
+            }
         }
         dnsServers = (try await reader.strings(Self.dns) ?? []).compactMap { try? DNSServerAddress(parsing: $0) }
         if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }

@@ -26,17 +26,22 @@ public struct ResolveSettings: Sendable {
     }
 
     public static let source = Setting("source", .choice(Source.allCases.map(\.rawValue)), flag: "--source")
-    public static let servers = Setting("servers", .serviceURLs, flag: "--server")
-    public static let serverName = Setting("serverName", .text, flag: "--server-name")
-    public static let cacert = Setting("cacert", .text, flag: "--cacert")
-    public static let pins = Setting("pins", .pins, flag: "--pin")
-    public static let budgetMs = Setting("budgetMs", .positiveInteger, flag: "--budget-ms")
-    public static let attemptTimeoutMs = Setting("attemptTimeoutMs", .positiveInteger, flag: "--attempt-timeout-ms")
+    public static let servers = Setting("servers", .serviceURLs, flag: "--server", libraryKey: "service.servers")
+    public static let serverName = Setting("serverName", .text, flag: "--server-name", libraryKey: "service.serverName")
+    public static let cacert = Setting("cacert", .text, flag: "--cacert", libraryKey: "service.extraTrustRootsPEMFile")
+    public static let pins = Setting("pins", .pins, flag: "--pin", libraryKey: "service.pins")
+    public static let budgetMs = Setting("budgetMs", .positiveInteger, flag: "--budget-ms", libraryKey: "service.budgetMs")
+    public static let attemptTimeoutMs = Setting(
+        "attemptTimeoutMs",
+        .positiveInteger,
+        flag: "--attempt-timeout-ms",
+        libraryKey: "service.attemptTimeoutMs"
+    )
     public static let fallbacks = Setting("fallbacks", .choices(["cares", "system"]), flag: "--fallback")
-    public static let dns = Setting("dns", .dnsServers, flag: "--dns")
+    public static let dns = Setting("dns", .dnsServers, flag: "--dns", libraryKey: "cares.servers")
     public static let tcp = Setting("tcp", .flag, flag: "--tcp")
-    public static let timeoutMs = Setting("timeoutMs", .positiveInteger, flag: "--timeout-ms")
-    public static let tries = Setting("tries", .positiveInteger, flag: "--tries")
+    public static let timeoutMs = Setting("timeoutMs", .positiveInteger, flag: "--timeout-ms", libraryKey: "cares.timeoutMs")
+    public static let tries = Setting("tries", .positiveInteger, flag: "--tries", libraryKey: "cares.tries")
     public static let type = Setting("type", .choice(["A", "AAAA", "ANY"]), flag: "--type")
     public static let json = Setting("json", .flag, flag: "--json")
 
@@ -55,62 +60,33 @@ public struct ResolveSettings: Sendable {
     public var families = AddressFamilies.all
     public var json = false
 
-    /// Reads every key and checks that they fit together and the libraries accept them.
+    /// Reads every key, the service's through `ServiceConnection(configReader:)` (section `service`) and c-ares's
+    /// through `CAresSource.Configuration(configReader:)` (section `cares`), and checks that they fit together and
+    /// the libraries accept them.
     /// - Throws: ``SettingError`` naming the key, and where its value came from when that is where it went wrong.
     public init(reading reader: SettingsReader) async throws(SettingError) {
         if let text = try await reader.string(Self.source) { source = Source(rawValue: text)! }
-        let servers = try await reader.strings(Self.servers) ?? []
-        let serverName = try await reader.string(Self.serverName)
-        let cacert = try await reader.string(Self.cacert)
-        let pins = try await reader.strings(Self.pins) ?? []
-        let budgetMs = try await reader.int(Self.budgetMs)
-        let attemptTimeoutMs = try await reader.int(Self.attemptTimeoutMs)
-        if !servers.isEmpty {
-            // Each was checked as it was read, so parsing again cannot fail.
-            var connection = ServiceConnection(servers: servers.compactMap { try? ServiceEndpoint(parsing: $0) })
-            connection.serverName = serverName
-            connection.extraTrustRootsPEMFile = cacert
-            connection.pins = pins.compactMap { try? SPKIPin(parsing: $0) }
-            if let budgetMs {
-                connection.budget = .milliseconds(budgetMs)
-                connection.attemptTimeout = min(connection.attemptTimeout, connection.budget)
-            }
-            if let attemptTimeoutMs {
-                guard .milliseconds(attemptTimeoutMs) <= connection.budget else {
-                    throw SettingError(
-                        "--attempt-timeout-ms (attemptTimeoutMs, HTTPDNS_ATTEMPT_TIMEOUT_MS) must be at most the budget, "
-                            + "--budget-ms (\(connection.budget.clampedMilliseconds) ms), not \(attemptTimeoutMs)"
-                    )
-                }
-                connection.attemptTimeout = .milliseconds(attemptTimeoutMs)
-            }
-            service = connection
+        if try await reader.isSet(Self.servers) {
+            service = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
         }
         let fallbackList = try await reader.strings(Self.fallbacks)
         if let fallbackList { fallbacks = fallbackList }
-        var caresKeysSet: [String] = []
-        if let servers = try await reader.strings(Self.dns) {
-            cares.servers = servers.compactMap { try? DNSServerAddress(parsing: $0) }
-        }
-        if let tcp = try await reader.bool(Self.tcp) {
-            if tcp { cares.transport = .tcp }
-            caresKeysSet.append(Self.tcp.key)
-        }
-        if let value = try await reader.int(Self.timeoutMs) {
-            cares.timeout = .milliseconds(value)
-            caresKeysSet.append(Self.timeoutMs.key)
-        }
-        if let value = try await reader.int(Self.tries) {
-            cares.tries = value
-            caresKeysSet.append(Self.tries.key)
-        }
+        cares = try await reader.library("cares") { (config) throws(ConfigurationError) in try await CAresSource.Configuration(configReader: config) }
+        if try await reader.bool(Self.tcp) == true { cares.transport = .tcp }
         switch try await reader.string(Self.type) {
         case "A": families = .ipv4
         case "AAAA": families = .ipv6
         default: families = .all
         }
         json = try await reader.bool(Self.json) ?? false
-        let serviceKeysSet = serverName != nil || cacert != nil || !pins.isEmpty || budgetMs != nil || attemptTimeoutMs != nil
+        var serviceKeysSet = false
+        for setting in [Self.serverName, Self.cacert, Self.pins, Self.budgetMs, Self.attemptTimeoutMs] {
+            if try await reader.isSet(setting) { serviceKeysSet = true }
+        }
+        var caresKeysSet: [String] = []
+        for setting in [Self.tcp, Self.timeoutMs, Self.tries] {
+            if try await reader.isSet(setting) { caresKeysSet.append(setting.key) }
+        }
         try check(serviceKeysSet: serviceKeysSet, caresKeysSet: caresKeysSet)
         if fallbackList != nil, source != .auto {
             throw SettingError("--fallback applies to --source auto, not \(source.rawValue)")

@@ -10,33 +10,37 @@ import HTTPDNSServer
 /// under the key a user wrote.
 public struct ServeSettings: Sendable {
     public static let listen = Setting("listen", .hostAndPort, flag: "--listen")
-    public static let upstream = Setting("upstream", .dnsServers, flag: "--upstream")
+    public static let upstream = Setting("upstream", .dnsServers, flag: "--upstream", libraryKey: "upstream.servers")
     public static let upstreamTCP = Setting("upstreamTCP", .flag, flag: "--upstream-tcp")
-    public static let tlsCert = Setting("tlsCert", .text, flag: "--tls-cert")
-    public static let tlsKey = Setting("tlsKey", .text, flag: "--tls-key")
-    public static let maxHostsPerBatch = Setting("maxHostsPerBatch", .positiveInteger)
-    public static let maxURLLength = Setting("maxURLLength", .positiveInteger)
-    public static let maxDNSMessageBytes = Setting("maxDNSMessageBytes", .positiveInteger)
-    public static let rateLimitPerSecond = Setting("rateLimitPerSecond", .nonNegativeNumber)
-    public static let rateLimitBurst = Setting("rateLimitBurst", .nonNegativeNumber)
-    public static let maxConnections = Setting("maxConnections", .positiveInteger)
-    public static let idleTimeoutSeconds = Setting("idleTimeoutSeconds", .positiveInteger)
-    public static let headerTimeoutSeconds = Setting("headerTimeoutSeconds", .positiveInteger)
-    public static let maxRequestBodyBytesHeld = Setting("maxRequestBodyBytesHeld", .positiveInteger)
-    public static let maxOpenStreams = Setting("maxOpenStreams", .positiveInteger)
+    public static let tlsCert = Setting("tlsCert", .text, flag: "--tls-cert", libraryKey: "server.tlsCertificatePath")
+    public static let tlsKey = Setting("tlsKey", .text, flag: "--tls-key", libraryKey: "server.tlsKeyPath")
+    public static let maxHostsPerBatch = Setting("maxHostsPerBatch", .positiveInteger, libraryKey: "server.maxHostsPerBatch")
+    public static let maxURLLength = Setting("maxURLLength", .positiveInteger, libraryKey: "server.maxURLLength")
+    public static let maxDNSMessageBytes = Setting("maxDNSMessageBytes", .positiveInteger, libraryKey: "server.maxDNSMessageBytes")
+    public static let rateLimitPerSecond = Setting("rateLimitPerSecond", .nonNegativeNumber, libraryKey: "server.rateLimitPerSecond")
+    public static let rateLimitBurst = Setting("rateLimitBurst", .nonNegativeNumber, libraryKey: "server.rateLimitBurst")
+    public static let maxConnections = Setting("maxConnections", .positiveInteger, libraryKey: "server.maxConnections")
+    public static let idleTimeoutSeconds = Setting("idleTimeoutSeconds", .positiveInteger, libraryKey: "server.idleTimeoutSeconds")
+    public static let headerTimeoutSeconds = Setting("headerTimeoutSeconds", .positiveInteger, libraryKey: "server.headerTimeoutSeconds")
+    public static let maxRequestBodyBytesHeld = Setting(
+        "maxRequestBodyBytesHeld",
+        .positiveInteger,
+        libraryKey: "server.maxRequestBodyBytesHeld"
+    )
+    public static let maxOpenStreams = Setting("maxOpenStreams", .positiveInteger, libraryKey: "server.maxOpenStreams")
     public static let logLevel = Setting(
         "logLevel",
         .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]),
         flag: "--log-level"
     )
     public static let accounts = Setting("accounts", .accounts, environmentVariable: "HTTPDNS_ACCOUNTS_FILE", isSecret: true)
-    public static let upstreamTimeoutMs = Setting("upstreamTimeoutMs", .positiveInteger)
-    public static let upstreamTries = Setting("upstreamTries", .positiveInteger)
-    public static let cacheMaxEntries = Setting("cacheMaxEntries", .positiveInteger)
-    public static let cacheMinTTLSeconds = Setting("cacheMinTTLSeconds", .seconds)
-    public static let cacheMaxTTLSeconds = Setting("cacheMaxTTLSeconds", .seconds)
-    public static let cacheNegativeTTLSeconds = Setting("cacheNegativeTTLSeconds", .seconds)
-    public static let cacheMaxStaleSeconds = Setting("cacheMaxStaleSeconds", .seconds)
+    public static let upstreamTimeoutMs = Setting("upstreamTimeoutMs", .positiveInteger, libraryKey: "upstream.timeoutMs")
+    public static let upstreamTries = Setting("upstreamTries", .positiveInteger, libraryKey: "upstream.tries")
+    public static let cacheMaxEntries = Setting("cacheMaxEntries", .positiveInteger, libraryKey: "cache.maxEntries")
+    public static let cacheMinTTLSeconds = Setting("cacheMinTTLSeconds", .seconds, libraryKey: "cache.minTTLSeconds")
+    public static let cacheMaxTTLSeconds = Setting("cacheMaxTTLSeconds", .seconds, libraryKey: "cache.maxTTLSeconds")
+    public static let cacheNegativeTTLSeconds = Setting("cacheNegativeTTLSeconds", .seconds, libraryKey: "cache.negativeTTLSeconds")
+    public static let cacheMaxStaleSeconds = Setting("cacheMaxStaleSeconds", .seconds, libraryKey: "cache.maxStaleSeconds")
 
     /// Every key of `httpdns serve`, in the order docs/SERVICE.md lists them.
     public static let table: [Setting] = [
@@ -55,30 +59,20 @@ public struct ServeSettings: Sendable {
     /// `trace` … `critical`.
     public var logLevel = "info"
 
-    /// Reads every key, then checks the configurations they make with the libraries' own `validate()`.
+    /// Reads every key, each library its own section (`server`, `upstream`, `cache`: ``Setting/libraryKey``), then
+    /// checks the configurations they make with the libraries' own `validate()`.
     /// - Throws: ``SettingError`` naming the key, and where its value came from when that is where it went wrong.
     public init(reading reader: SettingsReader) async throws(SettingError) {
+        server = try await reader.library("server") { (config) throws(ConfigurationError) in try await HTTPDNSServerConfiguration(configReader: config) }
+        upstream = try await reader.library("upstream") { (config) throws(ConfigurationError) in try await CAresSource.Configuration(configReader: config) }
+        cache = try await reader.library("cache") { (config) throws(ConfigurationError) in try await ResolverCache.Configuration(configReader: config) }
         if let text = try await reader.string(Self.listen) {
             let listen = try HostAndPort(text)
             (server.host, server.port) = (listen.host, listen.port)
         }
-        if let servers = try await reader.strings(Self.upstream) {
-            upstream.servers = servers.compactMap { try? DNSServerAddress(parsing: $0) }
-        }
         if try await reader.bool(Self.upstreamTCP) == true { upstream.transport = .tcp }
-        server.tlsCertificatePath = try await reader.string(Self.tlsCert)
-        server.tlsKeyPath = try await reader.string(Self.tlsKey)
-        if let value = try await reader.int(Self.maxHostsPerBatch) { server.maxHostsPerBatch = value }
-        if let value = try await reader.int(Self.maxURLLength) { server.maxURLLength = value }
-        if let value = try await reader.int(Self.maxDNSMessageBytes) { server.maxDNSMessageBytes = value }
-        if let value = try await reader.double(Self.rateLimitPerSecond) { server.rateLimitPerSecond = value }
         // Documented: a burst below 1 is raised to 1 (a bucket must hold at least one request).
-        if let value = try await reader.double(Self.rateLimitBurst) { server.rateLimitBurst = max(1, value) }
-        if let value = try await reader.int(Self.maxConnections) { server.maxConnections = value }
-        if let value = try await reader.int(Self.idleTimeoutSeconds) { server.idleTimeout = .seconds(value) }
-        if let value = try await reader.int(Self.headerTimeoutSeconds) { server.headerTimeout = .seconds(value) }
-        if let value = try await reader.int(Self.maxRequestBodyBytesHeld) { server.maxRequestBodyBytesHeld = value }
-        if let value = try await reader.int(Self.maxOpenStreams) { server.maxOpenStreams = value }
+        server.rateLimitBurst = max(1, server.rateLimitBurst)
         if let value = try await reader.string(Self.logLevel) { logLevel = value }
         if let accounts = try await reader.accounts(Self.accounts) {
             server.accounts = accounts.mapValues {
@@ -89,13 +83,6 @@ public struct ServeSettings: Sendable {
                 )
             }
         }
-        if let value = try await reader.int(Self.upstreamTimeoutMs) { upstream.timeout = .milliseconds(value) }
-        if let value = try await reader.int(Self.upstreamTries) { upstream.tries = value }
-        if let value = try await reader.int(Self.cacheMaxEntries) { cache.maxEntries = value }
-        if let value = try await reader.int(Self.cacheMinTTLSeconds) { cache.minTTL = .seconds(value) }
-        if let value = try await reader.int(Self.cacheMaxTTLSeconds) { cache.maxTTL = .seconds(value) }
-        if let value = try await reader.int(Self.cacheNegativeTTLSeconds) { cache.negativeTTL = .seconds(value) }
-        if let value = try await reader.int(Self.cacheMaxStaleSeconds) { cache.maxStale = .seconds(value) }
         // c-ares reports no negative TTL, so cacheNegativeTTLSeconds is the one every negative answer gets: the
         // negative clamps widen to let it through.
         cache.maxNegativeTTL = max(cache.maxNegativeTTL, cache.negativeTTL)

@@ -7,6 +7,7 @@ import HTTPDNSWire
 /// value for a setting, checks it as its kind says, and hands it over typed, or throws a ``SettingError`` naming
 /// where the value came from. A provider is its own snapshot: none of them changes once made.
 protocol SettingsProvider: ConfigProvider, ConfigSnapshot {
+    /// The command's settings by the key a user writes and by the key a library reads (``Setting/libraryKey``).
     var settings: [String: Setting] { get }
     /// The checked value of `setting`, or nil when this provider has none.
     func content(of setting: Setting) throws(SettingError) -> ConfigContent?
@@ -74,7 +75,7 @@ struct FileSettingsProvider: SettingsProvider {
             throw SettingError("\(path): unknown key '\(unknown)' (known keys: \(known))")
         }
         self.path = path
-        self.settings = table
+        self.settings = Setting.lookupTable(settings)
         self.object = object
     }
 
@@ -95,7 +96,7 @@ struct EnvironmentSettingsProvider: SettingsProvider {
 
     init(environment: [String: String], settings: [Setting]) {
         self.environment = environment
-        self.settings = Dictionary(uniqueKeysWithValues: settings.map { ($0.key, $0) })
+        self.settings = Setting.lookupTable(settings)
     }
 
     func content(of setting: Setting) throws(SettingError) -> ConfigContent? {
@@ -117,7 +118,7 @@ struct FlagSettingsProvider: SettingsProvider {
     /// - Parameter values: the texts given, by setting key.
     init(values: [String: [String]], settings: [Setting]) {
         self.values = values.filter { !$0.value.isEmpty }
-        self.settings = Dictionary(uniqueKeysWithValues: settings.map { ($0.key, $0) })
+        self.settings = Setting.lookupTable(settings)
     }
 
     func content(of setting: Setting) throws(SettingError) -> ConfigContent? {

@@ -1,4 +1,5 @@
 import Configuration
+import HTTPDNSCore
 
 /// A command's settings from three places, each overriding the one before, key by key: a JSON file, the
 /// `HTTPDNS_…` environment variables, and command-line flags. One swift-configuration `ConfigReader` over one
@@ -13,6 +14,7 @@ public struct SettingsReader: Sendable {
     static let maxFileBytes = 1 << 20
 
     private let reader: ConfigReader
+    private let settings: [Setting]
 
     /// - Parameters:
     ///   - settings: the command's table.
@@ -27,6 +29,41 @@ public struct SettingsReader: Sendable {
         ]
         if let file { providers.append(try FileSettingsProvider(path: file, settings: settings)) }
         reader = ConfigReader(providers: providers)
+        self.settings = settings
+    }
+
+    /// A library's configuration, read by the library itself (its `init(configReader:)`) from the section
+    /// `scope` of these settings: the keys whose ``Setting/libraryKey`` starts with `scope.`. A value that cannot be
+    /// read is reported where it came from; a library's own error is reported under the setting's names.
+    /// - Parameters:
+    ///   - scope: the library's section, such as `cache`.
+    ///   - make: the library's initialiser, given the scoped reader.
+    public func library<Configuration>(
+        _ scope: String,
+        _ make: (ConfigReader) async throws(ConfigurationError) -> Configuration
+    ) async throws(SettingError) -> Configuration {
+        do {
+            return try await make(reader.scoped(to: ConfigKey(scope)))
+        } catch {
+            if let cause = error.cause as? SettingError { throw cause }
+            throw SettingError(inUsersNames(error, scope: scope))
+        }
+    }
+
+    /// A library's error with the setting it is about written as a user names it (flag, key and variable), and every
+    /// other library key its reason names as the flag, or the key where there is no flag.
+    func inUsersNames(_ error: ConfigurationError, scope: String) -> String {
+        var reason = error.reason
+        for setting in settings {
+            guard let libraryKey = setting.libraryKey, libraryKey.hasPrefix(scope + ".") else { continue }
+            let key = String(libraryKey.dropFirst(scope.count + 1))
+            // Only camel-case keys: a plain word such as `tries` may also be prose.
+            if key.contains(where: \.isUppercase), let pattern = try? Regex("\\b\(key)\\b") {
+                reason = reason.replacing(pattern, with: setting.flag ?? setting.key)
+            }
+        }
+        let setting = settings.first { $0.libraryKey == "\(scope).\(error.key)" }
+        return "\(setting?.names ?? error.key) \(reason)"
     }
 
     public func string(_ setting: Setting) async throws(SettingError) -> String? {

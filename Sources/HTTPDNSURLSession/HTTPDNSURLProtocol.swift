@@ -96,7 +96,8 @@ open class HTTPDNSURLProtocol: URLProtocol {
         try installation.withLock { current in
             if let current, !current.isSame(as: wanted) {
                 throw HTTPDNSURLProtocolError(
-                    description: "HTTPDNSURLProtocol is already installed with another client or other cookie and cache stores; uninstall() it first"
+                    .alreadyInstalled,
+                    "HTTPDNSURLProtocol is already installed with another client or other cookie and cache stores; uninstall() it first"
                 )
             }
             current = wanted
@@ -361,6 +362,53 @@ struct InputStreamBytes: AsyncSequence, @unchecked Sendable {
 }
 
 /// The URLSession adapter cannot be installed as asked.
-public struct HTTPDNSURLProtocolError: Error, Sendable, CustomStringConvertible {
+///
+/// Compare errors by ``code``; the ``description`` is for people and may change.
+public struct HTTPDNSURLProtocolError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for why the adapter cannot be installed. A struct, not an enum, so that codes
+    /// can be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case alreadyInstalled = "already_installed"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The protocol is installed with another client or other cookie and cache stores: uninstall it first.
+        public static let alreadyInstalled = Code(.alreadyInstalled)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`already_installed`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// Why the adapter cannot be installed.
+    public let code: Code
+    /// What is wrong and what to do about it.
     public let description: String
+    /// The error underneath, when there is one (installing has none today). Not compared or hashed: two errors are
+    /// the same when their code and description are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: why the adapter cannot be installed.
+    ///   - description: what is wrong and what to do about it.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, _ description: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.description = description
+        self.cause = cause
+    }
+
+    public static func == (lhs: HTTPDNSURLProtocolError, rhs: HTTPDNSURLProtocolError) -> Bool {
+        lhs.code == rhs.code && lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(description)
+    }
 }

@@ -20,7 +20,7 @@ public enum JSONValue: Sendable, Hashable {
         let bytes = Array(bytes)
         // RFC 8259 §8.1: JSON text is UTF-8. Anything else is refused, not repaired.
         guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw JSONParseError(offset: 0, reason: "the text is not valid UTF-8")
+            throw JSONParseError(.invalidUTF8, offset: 0, reason: "the text is not valid UTF-8")
         }
         var parser = JSONParser(bytes)
         self = try parser.document()
@@ -70,15 +70,84 @@ public struct JSONObject: Sendable, Hashable {
 }
 
 /// JSON that could not be parsed: where, and what was wrong.
+///
+/// Compare errors by ``code``; the ``reason`` is for people and may change.
 public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for the kind of fault (usable as a metric dimension). A struct, not an enum,
+    /// so that codes can be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case invalidUTF8 = "invalid_utf8"
+            case unexpectedEnd = "unexpected_end"
+            case unexpectedCharacter = "unexpected_character"
+            case invalidString = "invalid_string"
+            case invalidNumber = "invalid_number"
+            case duplicateMember = "duplicate_member"
+            case tooDeep = "too_deep"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The text is not UTF-8 (RFC 8259 §8.1).
+        public static let invalidUTF8 = Code(.invalidUTF8)
+        /// The text ends inside a value: an object, an array, a string or an escape not closed.
+        public static let unexpectedEnd = Code(.unexpectedEnd)
+        /// A byte the grammar does not allow where it stands: something after the value, a missing `:` or `,`, a
+        /// misspelt `true`, `false` or `null`.
+        public static let unexpectedCharacter = Code(.unexpectedCharacter)
+        /// A string holds a control character, an unknown escape, a bad `\u` escape or an unpaired surrogate.
+        public static let invalidString = Code(.invalidString)
+        /// A number without digits where it needs them, or too large to hold.
+        public static let invalidNumber = Code(.invalidNumber)
+        /// An object names a member twice.
+        public static let duplicateMember = Code(.duplicateMember)
+        /// Arrays and objects nested deeper than `JSONValue.maxDepth`.
+        public static let tooDeep = Code(.tooDeep)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`unexpected_end`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of fault this is.
+    public let code: Code
     /// The byte offset where parsing stopped.
     public let offset: Int
+    /// What was wrong, in a sentence fragment. It may quote the text; ``redactedDescription`` does not.
     public let reason: String
+    /// The error underneath, when there is one (parsing itself has none). Not compared or hashed: two errors are
+    /// the same when their code, offset and reason are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: what kind of fault this is.
+    ///   - offset: the byte offset where parsing stopped.
+    ///   - reason: what was wrong, in a sentence fragment.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, offset: Int, reason: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.offset = offset
+        self.reason = reason
+        self.cause = cause
+    }
 
     public var description: String { "invalid JSON at byte \(offset): \(reason)" }
 
     /// Where, without what: for text that may hold secrets, whose characters must not reach a log.
     public var redactedDescription: String { "invalid JSON at byte \(offset)" }
+
+    public static func == (lhs: JSONParseError, rhs: JSONParseError) -> Bool {
+        lhs.code == rhs.code && lhs.offset == rhs.offset && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(offset)
+        hasher.combine(reason)
+    }
 }
 
 private struct JSONParser {
@@ -92,11 +161,16 @@ private struct JSONParser {
         skipWhitespace()
         let value = try value()
         skipWhitespace()
-        guard offset == bytes.count else { throw error("unexpected \(describe(bytes[offset])) after the value") }
+        guard offset == bytes.count else { throw error(.unexpectedCharacter, "unexpected \(describe(bytes[offset])) after the value") }
         return value
     }
 
-    private func error(_ reason: String) -> JSONParseError { JSONParseError(offset: offset, reason: reason) }
+    private func error(_ code: JSONParseError.Code, _ reason: String) -> JSONParseError { JSONParseError(code, offset: offset, reason: reason) }
+
+    /// `code`, or ``JSONParseError/Code/unexpectedEnd`` when the text has ended.
+    private func error(orEnd code: JSONParseError.Code, _ reason: String) -> JSONParseError {
+        error(offset < bytes.count ? code : .unexpectedEnd, reason)
+    }
 
     private func describe(_ byte: UInt8) -> String {
         (0x21..<0x7F).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
@@ -107,7 +181,7 @@ private struct JSONParser {
     }
 
     private mutating func value() throws(JSONParseError) -> JSONValue {
-        guard offset < bytes.count else { throw error("the text ends where a value should be") }
+        guard offset < bytes.count else { throw error(.unexpectedEnd, "the text ends where a value should be") }
         switch bytes[offset] {
         case UInt8(ascii: "{"): return .object(try object())
         case UInt8(ascii: "["): return .array(try array())
@@ -116,7 +190,7 @@ private struct JSONParser {
         case UInt8(ascii: "f"): return try literal("false", .bool(false))
         case UInt8(ascii: "n"): return try literal("null", .null)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
-        default: throw error("unexpected \(describe(bytes[offset])) where a value should be")
+        default: throw error(.unexpectedCharacter, "unexpected \(describe(bytes[offset])) where a value should be")
         }
     }
 
@@ -124,14 +198,19 @@ private struct JSONParser {
         let count = word.utf8CodeUnitCount
         guard offset + count <= bytes.count,
             bytes[offset..<(offset + count)].elementsEqual(UnsafeBufferPointer(start: word.utf8Start, count: count))
-        else { throw error("expected \(word)") }
+        else {
+            // The text ending inside the word is an end, not a wrong byte.
+            let rest = bytes[offset...]
+            let isCut = rest.count < count && rest.elementsEqual(UnsafeBufferPointer(start: word.utf8Start, count: rest.count))
+            throw error(isCut ? .unexpectedEnd : .unexpectedCharacter, "expected \(word)")
+        }
         offset += count
         return value
     }
 
     private mutating func nest() throws(JSONParseError) {
         depth += 1
-        guard depth <= JSONValue.maxDepth else { throw error("nested deeper than \(JSONValue.maxDepth) levels") }
+        guard depth <= JSONValue.maxDepth else { throw error(.tooDeep, "nested deeper than \(JSONValue.maxDepth) levels") }
     }
 
     private mutating func object() throws(JSONParseError) -> JSONObject {
@@ -148,25 +227,31 @@ private struct JSONParser {
         }
         while true {
             skipWhitespace()
-            guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw error("expected a member name in quotes") }
+            guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else {
+                throw error(orEnd: .unexpectedCharacter, "expected a member name in quotes")
+            }
             let name = try string()
             // Refused whether the bytes repeat or only the characters do: either way a lookup would see one.
             guard seen.insert(Array(name.utf8)).inserted, index[name] == nil else {
-                throw error("the member \"\(name)\" is given twice")
+                throw error(.duplicateMember, "the member \"\(name)\" is given twice")
             }
             skipWhitespace()
-            guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw error("expected ':' after \"\(name)\"") }
+            guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else {
+                throw error(orEnd: .unexpectedCharacter, "expected ':' after \"\(name)\"")
+            }
             offset += 1
             skipWhitespace()
             index[name] = members.count
             members.append((name, try value()))
             skipWhitespace()
-            guard offset < bytes.count else { throw error("the text ends inside an object") }
+            guard offset < bytes.count else { throw error(.unexpectedEnd, "the text ends inside an object") }
             if bytes[offset] == UInt8(ascii: ",") {
                 offset += 1
                 continue
             }
-            guard bytes[offset] == UInt8(ascii: "}") else { throw error("expected ',' or '}' in an object, found \(describe(bytes[offset]))") }
+            guard bytes[offset] == UInt8(ascii: "}") else {
+                throw error(.unexpectedCharacter, "expected ',' or '}' in an object, found \(describe(bytes[offset]))")
+            }
             offset += 1
             depth -= 1
             return JSONObject(members: members, index: index)
@@ -187,12 +272,14 @@ private struct JSONParser {
             skipWhitespace()
             elements.append(try value())
             skipWhitespace()
-            guard offset < bytes.count else { throw error("the text ends inside an array") }
+            guard offset < bytes.count else { throw error(.unexpectedEnd, "the text ends inside an array") }
             if bytes[offset] == UInt8(ascii: ",") {
                 offset += 1
                 continue
             }
-            guard bytes[offset] == UInt8(ascii: "]") else { throw error("expected ',' or ']' in an array, found \(describe(bytes[offset]))") }
+            guard bytes[offset] == UInt8(ascii: "]") else {
+                throw error(.unexpectedCharacter, "expected ',' or ']' in an array, found \(describe(bytes[offset]))")
+            }
             offset += 1
             depth -= 1
             return elements
@@ -207,7 +294,7 @@ private struct JSONParser {
             text += String(decoding: bytes[runStart..<end], as: UTF8.self)
         }
         while true {
-            guard offset < bytes.count else { throw error("the text ends inside a string") }
+            guard offset < bytes.count else { throw error(.unexpectedEnd, "the text ends inside a string") }
             let byte = bytes[offset]
             switch byte {
             case UInt8(ascii: "\""):
@@ -217,7 +304,7 @@ private struct JSONParser {
             case UInt8(ascii: "\\"):
                 flushRun(offset)
                 offset += 1
-                guard offset < bytes.count else { throw error("the text ends inside an escape") }
+                guard offset < bytes.count else { throw error(.unexpectedEnd, "the text ends inside an escape") }
                 let escaped = bytes[offset]
                 offset += 1
                 switch escaped {
@@ -233,24 +320,26 @@ private struct JSONParser {
                     let unit = try hex4()
                     if (0xD800..<0xDC00).contains(unit) {
                         guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
-                            throw error("a high surrogate \\u\(String(unit, radix: 16)) without its low half")
+                            throw error(.invalidString, "a high surrogate \\u\(String(unit, radix: 16)) without its low half")
                         }
                         offset += 2
                         let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw error("a high surrogate followed by \\u\(String(low, radix: 16))") }
+                        guard (0xDC00..<0xE000).contains(low) else {
+                            throw error(.invalidString, "a high surrogate followed by \\u\(String(low, radix: 16))")
+                        }
                         text.unicodeScalars.append(Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!)
                     } else if let scalar = Unicode.Scalar(unit) {
                         text.unicodeScalars.append(scalar)
                     } else {
-                        throw error("a lone low surrogate \\u\(String(unit, radix: 16))")
+                        throw error(.invalidString, "a lone low surrogate \\u\(String(unit, radix: 16))")
                     }
                 default:
                     offset -= 1
-                    throw error("\\\(describe(escaped)) is not an escape")
+                    throw error(.invalidString, "\\\(describe(escaped)) is not an escape")
                 }
                 runStart = offset
             case 0x00..<0x20:
-                throw error("a control character (0x\(String(byte, radix: 16))) inside a string")
+                throw error(.invalidString, "a control character (0x\(String(byte, radix: 16))) inside a string")
             default:
                 offset += 1
             }
@@ -258,7 +347,7 @@ private struct JSONParser {
     }
 
     private mutating func hex4() throws(JSONParseError) -> UInt32 {
-        guard offset + 4 <= bytes.count else { throw error("the text ends inside a \\u escape") }
+        guard offset + 4 <= bytes.count else { throw error(.unexpectedEnd, "the text ends inside a \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
             let byte = bytes[offset]
@@ -267,7 +356,7 @@ private struct JSONParser {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a")) + 10
             case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A")) + 10
-            default: throw error("\(describe(byte)) is not a hex digit of a \\u escape")
+            default: throw error(.invalidString, "\(describe(byte)) is not a hex digit of a \\u escape")
             }
             value = value << 4 | digit
             offset += 1
@@ -284,23 +373,23 @@ private struct JSONParser {
             return offset - first
         }
         if bytes[offset] == UInt8(ascii: "-") { offset += 1 }
-        guard offset < bytes.count else { throw error("a number without digits") }
+        guard offset < bytes.count else { throw error(.invalidNumber, "a number without digits") }
         if bytes[offset] == UInt8(ascii: "0") {
             offset += 1
         } else {
-            guard digits() > 0 else { throw error("a number without digits") }
+            guard digits() > 0 else { throw error(.invalidNumber, "a number without digits") }
         }
         if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") {
             offset += 1
-            guard digits() > 0 else { throw error("a number with no digit after its '.'") }
+            guard digits() > 0 else { throw error(.invalidNumber, "a number with no digit after its '.'") }
         }
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
             offset += 1
             if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
-            guard digits() > 0 else { throw error("a number with no digit in its exponent") }
+            guard digits() > 0 else { throw error(.invalidNumber, "a number with no digit in its exponent") }
         }
         guard let value = Double(String(decoding: bytes[start..<offset], as: UTF8.self)), value.isFinite else {
-            throw JSONParseError(offset: start, reason: "a number too large to hold")
+            throw JSONParseError(.invalidNumber, offset: start, reason: "a number too large to hold")
         }
         return value
     }

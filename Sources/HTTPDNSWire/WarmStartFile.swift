@@ -30,7 +30,7 @@ public enum WarmStartFile {
         do {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw WarmStartError(path: path, reason: "cannot be written: \(error)")
+            throw WarmStartError(.unwritable, path: path, reason: "cannot be written: \(error)", cause: error)
         }
     }
 
@@ -42,18 +42,20 @@ public enum WarmStartFile {
     /// - Throws: ``WarmStartError`` when the file cannot be read (missing, not a regular file, larger than
     ///   `maxBytes`) or is not a warm-start file.
     public static func load(from path: String, maxBytes: Int = defaultMaxBytes) throws(WarmStartError) -> [CachedEntry] {
-        func fail(_ reason: String) -> WarmStartError { WarmStartError(path: path, reason: reason) }
+        func fail(_ reason: String, _ code: WarmStartError.Code = .invalidFormat, cause: (any Error)? = nil) -> WarmStartError {
+            WarmStartError(code, path: path, reason: reason, cause: cause)
+        }
         let bytes: [UInt8]
         do {
             bytes = try BoundedFile.read(path, maxBytes: maxBytes)
         } catch {
-            throw fail("cannot be read: \(error)")
+            throw fail("cannot be read: \(error)", .unreadable, cause: error)
         }
         let value: JSONValue
         do {
             value = try JSONValue(parsing: bytes)
         } catch {
-            throw fail("is not JSON: \(error)")
+            throw fail("is not JSON: \(error)", .notJSON, cause: error)
         }
         guard case .object(let file) = value, file["version"] == .number(1), case .array(let list)? = file["entries"] else {
             throw fail("is not a warm-start file of version 1")
@@ -96,9 +98,71 @@ public enum WarmStartFile {
 }
 
 /// A warm-start file that could not be saved or loaded.
+///
+/// Compare errors by ``code``; the ``reason`` is for people and may change. The file system's or the JSON parser's
+/// error is kept as ``cause``.
 public struct WarmStartError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, bounded identifier for the kind of failure (usable as a metric dimension). A struct, not an enum,
+    /// so that codes can be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case unwritable
+            case unreadable
+            case notJSON = "not_json"
+            case invalidFormat = "invalid_format"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The file cannot be written: a missing directory, a full disk. The file saved before, if any, is whole.
+        public static let unwritable = Code(.unwritable)
+        /// The file cannot be read: missing, not a regular file, or larger than the most that is read.
+        public static let unreadable = Code(.unreadable)
+        /// The file is not JSON. The parser's `JSONParseError` is the ``WarmStartError/cause``.
+        public static let notJSON = Code(.notJSON)
+        /// The file is JSON but not a warm-start file of version 1: an entry without a valid host, an address of the
+        /// wrong family, a TTL that is not whole seconds.
+        public static let invalidFormat = Code(.invalidFormat)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`not_json`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// The file's path, as it was given.
     public let path: String
+    /// What went wrong, in a sentence fragment that follows the path: `cannot be read: …`.
     public let reason: String
+    /// The error underneath, when there is one: the file system's or the JSON parser's. Not compared or hashed: two
+    /// errors are the same when their code, path and reason are.
+    public let cause: (any Error)?
+
+    /// - Parameters:
+    ///   - code: what kind of failure this is.
+    ///   - path: the file's path, as it was given.
+    ///   - reason: what went wrong, in a sentence fragment that follows the path.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, path: String, reason: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.path = path
+        self.reason = reason
+        self.cause = cause
+    }
 
     public var description: String { "the warm-start file \(path) \(reason)" }
+
+    public static func == (lhs: WarmStartError, rhs: WarmStartError) -> Bool {
+        lhs.code == rhs.code && lhs.path == rhs.path && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(path)
+        hasher.combine(reason)
+    }
 }

@@ -34,7 +34,7 @@ import Testing
 
     @Test func preResolveRefusesANonPositiveConcurrency() async throws {
         let cache = try ResolverCache(source: StaticSource())
-        await #expect(throws: ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not 0")) {
+        await #expect(throws: ConfigurationError(.outOfRange, key: "concurrency", reason: "must be a positive number of lookups at once, not 0")) {
             try await cache.preResolve([try HostName("a.example")], concurrency: 0)
         }
     }

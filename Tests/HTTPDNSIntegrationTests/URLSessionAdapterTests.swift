@@ -114,7 +114,8 @@ struct URLSessionAdapterTests {
     @Test func installationsAreNotMixedAndAdditionalHeadersAreSent() async throws {
         try await Self.withSession { session, stage, _ in
             let other = URLSessionConfiguration.ephemeral
-            #expect(throws: HTTPDNSURLProtocolError.self) { try HTTPDNSURLProtocol.install(stage.client, into: other) }
+            let refused = #expect(throws: HTTPDNSURLProtocolError.self) { try HTTPDNSURLProtocol.install(stage.client, into: other) }
+            #expect(refused?.code == .alreadyInstalled)
             let same = URLSessionConfiguration.ephemeral
             same.urlCache = session.configuration.urlCache
             same.httpCookieStorage = session.configuration.httpCookieStorage

@@ -200,7 +200,7 @@ public final class HostResolver: Sendable {
     @discardableResult
     public func networkChanged(concurrency: Int = 64) async throws(ConfigurationError) -> [HostName: ResolutionError] {
         guard concurrency > 0 else {
-            throw ConfigurationError(key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
+            throw ConfigurationError(.outOfRange, key: "concurrency", reason: "must be a positive number of lookups at once, not \(concurrency)")
         }
         // Shut down: nothing to tell the sources, no cache to refill.
         guard !isShutDown.load(ordering: .relaxed) else { return [:] }

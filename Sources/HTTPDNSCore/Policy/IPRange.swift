@@ -14,7 +14,7 @@ public struct IPRange: Sendable, Hashable, CustomStringConvertible {
         let prefix: Int
         if parts.count == 2 {
             guard let number = Int(parts[1]), (0...width).contains(number) else {
-                throw ConfigurationError(key: "ranges", reason: "'\(text)': the prefix must be 0 to \(width)")
+                throw ConfigurationError(.outOfRange, key: "ranges", reason: "'\(text)': the prefix must be 0 to \(width)")
             }
             prefix = number
         } else {

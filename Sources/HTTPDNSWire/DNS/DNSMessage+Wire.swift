@@ -17,7 +17,7 @@ extension DNSMessage {
             if type == .opt && index >= recordCount { hasEDNS = true }
         }
         guard reader.isAtEnd else {
-            throw DNSMessageError(reason: "\(reader.remaining) bytes follow the last record")
+            throw DNSMessageError(.trailingBytes, reason: "\(reader.remaining) bytes follow the last record")
         }
     }
 
@@ -38,7 +38,7 @@ extension DNSMessage {
         hasEDNS = additional.contains { $0.type == .opt }
         additionals = additional.filter { $0.type != .opt }
         guard reader.isAtEnd else {
-            throw DNSMessageError(reason: "\(reader.remaining) bytes follow the last record")
+            throw DNSMessageError(.trailingBytes, reason: "\(reader.remaining) bytes follow the last record")
         }
     }
 
@@ -68,7 +68,7 @@ extension DNSMessage {
         let extra = hasEDNS ? 1 : 0
         let limit = Int(UInt16.max)
         if questions.count > limit || answers.count > limit || authorities.count > limit || additionals.count + extra > limit {
-            throw DNSMessageError(reason: "a section holds more than 65,535 entries")
+            throw DNSMessageError(.tooLarge, reason: "a section holds more than 65,535 entries")
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
@@ -118,7 +118,7 @@ extension DNSMessage {
             u16(0)
         }
         guard bytes.count <= Self.maxSize else {
-            throw DNSMessageError(reason: "the message would be \(bytes.count) bytes; at most \(Self.maxSize) fit")
+            throw DNSMessageError(.tooLarge, reason: "the message would be \(bytes.count) bytes; at most \(Self.maxSize) fit")
         }
         return bytes
     }
@@ -128,7 +128,7 @@ extension DNSMessage {
     private static func append(_ record: Record, after questionName: String, to bytes: inout [UInt8]) throws(DNSMessageError) {
         let dataCount = record.dataCount
         guard dataCount <= Int(UInt16.max) else {
-            throw DNSMessageError(reason: "a \(record.type) record of \(record.name) has \(dataCount) bytes of data; at most 65,535 fit")
+            throw DNSMessageError(.tooLarge, reason: "a \(record.type) record of \(record.name) has \(dataCount) bytes of data; at most 65,535 fit")
         }
         if record.name.utf8.elementsEqual(questionName.utf8) {
             bytes.append(0xC0)
@@ -188,7 +188,7 @@ struct DNSReader {
 
     init(_ bytes: [UInt8]) throws(DNSMessageError) {
         guard bytes.count <= DNSMessage.maxSize else {
-            throw DNSMessageError(reason: "the message is \(bytes.count) bytes; a DNS message is at most \(DNSMessage.maxSize)")
+            throw DNSMessageError(.tooLarge, reason: "the message is \(bytes.count) bytes; a DNS message is at most \(DNSMessage.maxSize)")
         }
         self.bytes = bytes
     }
@@ -227,7 +227,7 @@ struct DNSReader {
     }
 
     mutating func u8(_ part: @autoclosure () -> String) throws(DNSMessageError) -> UInt8 {
-        guard offset < bytes.count else { throw DNSMessageError(reason: "the message ends inside \(part())") }
+        guard offset < bytes.count else { throw DNSMessageError(.truncated, reason: "the message ends inside \(part())") }
         defer { offset += 1 }
         return bytes[offset]
     }
@@ -241,7 +241,7 @@ struct DNSReader {
     }
 
     mutating func skip(_ count: Int, _ part: @autoclosure () -> String) throws(DNSMessageError) {
-        guard count <= remaining else { throw DNSMessageError(reason: "the message ends inside \(part())") }
+        guard count <= remaining else { throw DNSMessageError(.truncated, reason: "the message ends inside \(part())") }
         offset += count
     }
 
@@ -268,7 +268,7 @@ struct DNSReader {
         var length = 0
         var jumps = 0
         while true {
-            guard cursor < bytes.count else { throw DNSMessageError(reason: "the message ends inside the name of \(part())") }
+            guard cursor < bytes.count else { throw DNSMessageError(.truncated, reason: "the message ends inside the name of \(part())") }
             let byte = bytes[cursor]
             switch byte & 0xC0 {
             case 0x00:
@@ -277,27 +277,31 @@ struct DNSReader {
                     return
                 }
                 let end = cursor + 1 + Int(byte)
-                guard end <= bytes.count else { throw DNSMessageError(reason: "a label of \(part()) runs past the end of the message") }
+                guard end <= bytes.count else { throw DNSMessageError(.truncated, reason: "a label of \(part()) runs past the end of the message") }
                 length += Int(byte) + 1
                 // 255 bytes at most with the root's zero byte (RFC 1035 §3.1), so 254 for the labels.
-                guard length <= 254 else { throw DNSMessageError(reason: "the name of \(part()) is longer than 255 bytes") }
+                guard length <= 254 else { throw DNSMessageError(.invalidName, reason: "the name of \(part()) is longer than 255 bytes") }
                 guard allowingDots || !bytes[(cursor + 1)..<end].contains(UInt8(ascii: ".")) else {
-                    throw DNSMessageError(reason: "a label of \(part()) contains a dot")
+                    throw DNSMessageError(.invalidName, reason: "a label of \(part()) contains a dot")
                 }
                 visit(bytes[(cursor + 1)..<end])
                 cursor = end
             case 0xC0:
-                guard cursor + 1 < bytes.count else { throw DNSMessageError(reason: "a compression pointer of \(part()) is cut off") }
+                guard cursor + 1 < bytes.count else { throw DNSMessageError(.truncated, reason: "a compression pointer of \(part()) is cut off") }
                 let target = Int(byte & 0x3F) << 8 | Int(bytes[cursor + 1])
-                guard target < cursor else { throw DNSMessageError(reason: "a compression pointer of \(part()) does not point backwards") }
+                guard target < cursor else {
+                    throw DNSMessageError(.invalidCompression, reason: "a compression pointer of \(part()) does not point backwards")
+                }
                 // A name has at most 127 labels; more pointers than that is a loop or an attack.
                 jumps += 1
-                guard jumps <= 127 else { throw DNSMessageError(reason: "the name of \(part()) follows too many compression pointers") }
+                guard jumps <= 127 else {
+                    throw DNSMessageError(.invalidCompression, reason: "the name of \(part()) follows too many compression pointers")
+                }
                 if !jumped { offset = cursor + 2 }
                 jumped = true
                 cursor = target
             default:
-                throw DNSMessageError(reason: "the name of \(part()) uses a reserved label type (0x\(String(byte, radix: 16)))")
+                throw DNSMessageError(.invalidName, reason: "the name of \(part()) uses a reserved label type (0x\(String(byte, radix: 16)))")
             }
         }
     }
@@ -314,7 +318,7 @@ struct DNSReader {
                 try skip(1, "the name of \(part())")
                 return
             default:
-                throw DNSMessageError(reason: "the name of \(part()) uses a reserved label type (0x\(String(byte, radix: 16)))")
+                throw DNSMessageError(.invalidName, reason: "the name of \(part()) uses a reserved label type (0x\(String(byte, radix: 16)))")
             }
         }
     }
@@ -336,7 +340,7 @@ struct DNSReader {
         let recordClass = try u16(part())
         let ttl = try u32(part())
         let dataLength = Int(try u16(part()))
-        guard dataLength <= remaining else { throw DNSMessageError(reason: "the data of \(part()) runs past the end of the message") }
+        guard dataLength <= remaining else { throw DNSMessageError(.truncated, reason: "the data of \(part()) runs past the end of the message") }
         let end = offset + dataLength
         guard let layout = type.compressedNameLayout else {
             defer { offset = end }
@@ -347,19 +351,19 @@ struct DNSReader {
         for piece in layout {
             switch piece {
             case .name:
-                guard offset < end else { throw DNSMessageError(reason: "the data of \(part()) (\(type)) is cut short") }
+                guard offset < end else { throw DNSMessageError(.invalidRecordData, reason: "the data of \(part()) (\(type)) is cut short") }
                 try walkName("the data of \(part())", allowingDots: true) { label in
                     data.append(UInt8(label.count))
                     data.append(contentsOf: label)
                 }
                 data.append(0)
             case .bytes(let count):
-                guard offset + count <= end else { throw DNSMessageError(reason: "the data of \(part()) (\(type)) is cut short") }
+                guard offset + count <= end else { throw DNSMessageError(.invalidRecordData, reason: "the data of \(part()) (\(type)) is cut short") }
                 data.append(contentsOf: bytes[offset..<(offset + count)])
                 offset += count
             case .characterString:
                 guard offset < end, offset + 1 + Int(bytes[offset]) <= end else {
-                    throw DNSMessageError(reason: "the data of \(part()) (\(type)) is cut short")
+                    throw DNSMessageError(.invalidRecordData, reason: "the data of \(part()) (\(type)) is cut short")
                 }
                 let count = 1 + Int(bytes[offset])
                 data.append(contentsOf: bytes[offset..<(offset + count)])
@@ -367,7 +371,7 @@ struct DNSReader {
             }
         }
         guard offset == end else {
-            throw DNSMessageError(reason: "the fields of \(part()) (\(type)) do not fill its \(dataLength) bytes of data exactly")
+            throw DNSMessageError(.invalidRecordData, reason: "the fields of \(part()) (\(type)) do not fill its \(dataLength) bytes of data exactly")
         }
         return DNSMessage.Record(name: name, type: type, recordClass: recordClass, ttlSeconds: ttl, data: data)
     }

@@ -218,12 +218,82 @@ extension IPAddress {
 }
 
 /// A DNS message that could not be parsed or encoded, and why.
+///
+/// Compare errors by ``code``; the ``reason`` is for people and may change.
 public struct DNSMessageError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let reason: String
+    /// A stable, bounded identifier for the kind of fault (usable as a metric dimension). A struct, not an enum,
+    /// so that codes can be added without breaking a caller's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable, CaseIterable {
+            case truncated
+            case trailingBytes = "trailing_bytes"
+            case tooLarge = "too_large"
+            case invalidName = "invalid_name"
+            case invalidCompression = "invalid_compression"
+            case invalidRecordData = "invalid_record_data"
+            case malformed
+        }
 
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The message ends before what its header and lengths announce: inside the header, a question, a name, a
+        /// record or its data.
+        public static let truncated = Code(.truncated)
+        /// Bytes follow the last record the header announces.
+        public static let trailingBytes = Code(.trailingBytes)
+        /// More than a DNS message holds: over 65,535 bytes, a section of over 65,535 entries, or a record of over
+        /// 65,535 bytes of data (when encoding).
+        public static let tooLarge = Code(.tooLarge)
+        /// A name longer than 255 bytes, a label holding a dot, or a reserved label type.
+        public static let invalidName = Code(.invalidName)
+        /// A compression pointer that does not point backwards, or a chain of too many (a loop).
+        public static let invalidCompression = Code(.invalidCompression)
+        /// A record's data does not hold the fields its type has in exactly the length it gives.
+        public static let invalidRecordData = Code(.invalidRecordData)
+        /// Any other breach of the format: what ``DNSMessageError/init(reason:)`` gives. The parser and encoder
+        /// throw the more precise codes.
+        public static let malformed = Code(.malformed)
+
+        /// Every code, for making one metric per code up front.
+        public static let all: [Code] = Base.allCases.map(Code.init)
+
+        /// The code as a short snake-case word (`truncated`), as metrics and logs write it.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of fault this is.
+    public let code: Code
+    /// What was wrong and where: the section, the record, the name.
+    public let reason: String
+    /// The error underneath, when there is one (parsing itself has none). Not compared or hashed: two errors are
+    /// the same when their code and reason are.
+    public let cause: (any Error)?
+
+    /// An error of code ``Code/malformed``, with no cause.
+    /// - Parameter reason: what was wrong and where.
     public init(reason: String) {
+        self.init(.malformed, reason: reason)
+    }
+
+    /// - Parameters:
+    ///   - code: what kind of fault this is.
+    ///   - reason: what was wrong and where.
+    ///   - cause: the error underneath, when there is one.
+    public init(_ code: Code, reason: String, cause: (any Error)? = nil) {
+        self.code = code
         self.reason = reason
+        self.cause = cause
     }
 
     public var description: String { "malformed DNS message: \(reason)" }
+
+    public static func == (lhs: DNSMessageError, rhs: DNSMessageError) -> Bool {
+        lhs.code == rhs.code && lhs.reason == rhs.reason
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+    }
 }

@@ -48,12 +48,12 @@ public struct NativeBatchAnswer: Sendable, Hashable {
     public init(parsingJSON bytes: some Collection<UInt8>) throws(NativeFormatError) {
         let object = try JSONValue.parseObject(bytes, what: "the /resolve answer")
         guard case .array(let elements)? = object["dns"] else {
-            throw NativeFormatError(reason: "the /resolve answer has no \"dns\" array")
+            throw NativeFormatError(object["dns"] == nil ? .missingMember : .wrongType, reason: "the /resolve answer has no \"dns\" array")
         }
         var records: [Record] = []
         for (index, element) in elements.enumerated() {
             let what = "record \(index + 1) of the /resolve answer"
-            guard case .object(let record) = element else { throw NativeFormatError(reason: "\(what) is \(element.kind), not an object") }
+            guard case .object(let record) = element else { throw NativeFormatError(.wrongType, reason: "\(what) is \(element.kind), not an object") }
             let family: AddressFamily
             let addresses: [IPAddress]?
             switch record["type"] {
@@ -64,9 +64,12 @@ public struct NativeBatchAnswer: Sendable, Hashable {
                 family = .ipv6
                 addresses = try record.addresses("ips", in: what) { IPv6Address($0).map(IPAddress.v6) }
             default:
-                throw NativeFormatError(reason: "\(what) has no \"type\" of 1 (A) or 28 (AAAA)")
+                throw NativeFormatError(
+                    record["type"] == nil ? .missingMember : .invalidValue,
+                    reason: "\(what) has no \"type\" of 1 (A) or 28 (AAAA)"
+                )
             }
-            guard let addresses else { throw NativeFormatError(reason: "\(what) has no \"ips\"") }
+            guard let addresses else { throw NativeFormatError(.missingMember, reason: "\(what) has no \"ips\"") }
             records.append(
                 Record(
                     host: try record.string("host", in: what),

@@ -47,9 +47,9 @@ final class HealthCheck: Sendable {
                     do {
                         certificates = try NIOSSLCertificate.fromPEMFile(path)
                     } catch {
-                        throw ConfigurationError(key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)")
+                        throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)", cause: error)
                     }
-                    guard !certificates.isEmpty else { throw ConfigurationError(key: "cacert", reason: "\(path) holds no certificate") }
+                    guard !certificates.isEmpty else { throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) holds no certificate") }
                     tls.additionalTrustRoots = [.certificates(certificates)]
                 }
                 for endpoint in connection.servers {
