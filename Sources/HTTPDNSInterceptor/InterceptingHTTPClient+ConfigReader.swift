@@ -12,6 +12,8 @@ extension InterceptingHTTPClient.Configuration {
     /// - `maxRedirects`, `maxClients` (int).
     /// - `allowsInsecureRedirects`, `decompression` (bool).
     /// - `connectTimeoutMs`, `readTimeoutMs` (int).
+    /// - `connectionAttemptDelayMs` (int): Happy Eyeballs' delay between connection attempts; `happyEyeballs`
+    ///   (bool) `false` turns the race off.
     /// - `extraTrustRootsPEMFile` (string): a PEM file of certificates to trust for origins besides the system's.
     ///
     /// Canonicalisation and the storage policy are set in code. Each value is checked as it is read;
@@ -39,6 +41,8 @@ extension InterceptingHTTPClient.Configuration {
         if let value = try await configReader.checkedBool("decompression") { decompression = value }
         if let value = try await configReader.checkedMilliseconds("connectTimeoutMs") { connectTimeout = value }
         if let value = try await configReader.checkedMilliseconds("readTimeoutMs") { readTimeout = value }
+        if let value = try await configReader.checkedMilliseconds("connectionAttemptDelayMs") { connectionAttemptDelay = value }
+        if try await configReader.checkedBool("happyEyeballs") == false { connectionAttemptDelay = nil }
         if let path = try await configReader.checkedString("extraTrustRootsPEMFile") {
             tls.additionalTrustRoots.append(.file(path))
         }

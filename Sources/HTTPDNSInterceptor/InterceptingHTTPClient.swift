@@ -52,8 +52,15 @@ public final class InterceptingHTTPClient: Sendable {
         public var maxRedirects = 10
         /// Whether a redirect from https to http is followed. Default no: such a request fails `insecureRedirect`.
         public var allowsInsecureRedirects = false
-        /// The time to connect to one address (TCP and TLS) before the next is tried. Default 5 s.
+        /// The time to connect to one address (TCP and TLS) before it counts as failed. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
+        /// Happy Eyeballs (RFC 8305): when an answer holds more than one address, connections to them are raced
+        /// before the request is sent, in RFC 8305's order (the families alternating, ``addressOrder``'s first), a
+        /// new attempt every `connectionAttemptDelay` or as soon as one fails, and the request goes to the first
+        /// that connects; so a family whose packets are dropped costs about this delay, not ``connectTimeout``. The
+        /// request is sent once. Nil tries the addresses one after the other, each for up to ``connectTimeout``.
+        /// Default 250 ms, RFC 8305's recommendation; from 10 ms to 2 s.
+        public var connectionAttemptDelay: Duration? = .milliseconds(250)
         /// The longest wait for the next bytes of a response. Default 30 s.
         public var readTimeout: Duration = .seconds(30)
         /// The most (host, address) clients kept, each with its own connections. Default 64.
@@ -103,6 +110,17 @@ public final class InterceptingHTTPClient: Sendable {
     private let passed = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")])
     private let errorOutcomes: [InterceptorError.Code: Counter]
     private let failovers = Counter(label: "httpdns_connect_failovers_total")
+    /// `httpdns_interceptor_connection_races_total` by result: `first` (the first address in order connected first),
+    /// `other` (a later one did: the first was slow or unreachable), `failed` (none did).
+    private let raceResults: (first: Counter, other: Counter, failed: Counter) = (
+        Counter(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "first")]),
+        Counter(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "other")]),
+        Counter(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "failed")])
+    )
+    /// Happy Eyeballs, unless the configuration turns it off.
+    private let race: ConnectionRace?
+    /// Per host, the address a request last succeeded on, while a connection to it is likely still pooled.
+    private let warmAddresses: WarmAddresses
     private let retries = Counter(label: "httpdns_interceptor_retries_total")
 
     /// - Throws: `ConfigurationError` for a limit that is not positive, or a TLS configuration without
@@ -133,6 +151,13 @@ public final class InterceptingHTTPClient: Sendable {
         }
         guard !configuration.families.isEmpty else {
             throw ConfigurationError(key: "families", reason: "must hold IPv4, IPv6 or both")
+        }
+        if let delay = configuration.connectionAttemptDelay, !(.milliseconds(10) ... .seconds(2)).contains(delay) {
+            throw ConfigurationError(
+                .outOfRange,
+                key: "connectionAttemptDelay",
+                reason: "must be from 10 ms to 2 s (RFC 8305; 250 ms recommended), or nil to try addresses one after the other, not \(delay)"
+            )
         }
         var configuration = configuration
         if configuration.decompression { configuration.canonical.decodedEncodings = ["gzip", "deflate"] }
@@ -167,6 +192,10 @@ public final class InterceptingHTTPClient: Sendable {
             return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
         }
         passthrough = PassthroughClient(HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base), logger: logger)
+        race = configuration.connectionAttemptDelay.map {
+            ConnectionRace(eventLoopGroup: eventLoopGroup, attemptDelay: $0, connectTimeout: configuration.connectTimeout)
+        }
+        warmAddresses = WarmAddresses(lifetime: base.connectionPool.idleTimeout, limit: configuration.maxClients)
         var failures: [InterceptorError.Code: Counter] = [:]
         for code in InterceptorError.Code.all {
             failures[code] = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", code.description)])
@@ -401,8 +430,19 @@ public final class InterceptingHTTPClient: Sendable {
         guard canonical.userInfo == nil || URL(string: request.url)?.host?.lowercased() == origin else {
             throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(origin)")
         }
+        let port = canonical.port ?? (canonical.scheme == "https" ? 443 : 80)
+        var candidates = ConnectionRace.interleave(addresses)
         var failures: [String] = []
-        for (index, address) in addresses.enumerated() {
+        // With one address there is nothing to choose: no race, and no warm address to keep.
+        let choosing = candidates.count > 1
+        if choosing, let warm = warmAddresses.address(of: origin, among: candidates), let index = candidates.firstIndex(of: warm) {
+            // A request succeeded there lately, so AsyncHTTPClient likely holds a connection to it: no race.
+            candidates.insert(candidates.remove(at: index), at: 0)
+        } else {
+            try await raceConnections(&candidates, port: port, host: host, deadline: deadline, failures: &failures, logger: logger)
+        }
+        while !candidates.isEmpty {
+            let address = candidates.removeFirst()
             guard let lease = origins.lease(.init(host: origin, address: address)) else {
                 throw InterceptorError(.shutdown, "the interceptor was shut down")
             }
@@ -418,20 +458,58 @@ public final class InterceptingHTTPClient: Sendable {
                     logger.debug("the stream ended before an answer; sending once more", metadata: ["error": "\(error)"])
                     response = try await lease.client.execute(request, deadline: deadline, logger: logger)
                 }
+                if choosing { warmAddresses.record(address, for: origin) }
                 var leased = response
                 leased.body = .stream(LeasedBody(base: response.body, lease: lease))
                 return Hop(response: leased, address: address, fallback: answer.fallback)
             } catch {
                 let failure = describe(error, host: origin, address: address, method: canonical.method, replayable: replayable)
                 guard failure.code == .connectFailed else { throw failure }
+                if choosing { warmAddresses.forget(address, for: origin) }
                 failures.append(failure.message)
-                if index + 1 < addresses.count {
+                if !candidates.isEmpty {
                     failovers.increment()
                     logger.debug("connecting failed; trying the next address", metadata: ["address": "\(address)", "error": "\(error)"])
+                    try await raceConnections(&candidates, port: port, host: host, deadline: deadline, failures: &failures, logger: logger)
                 }
             }
         }
         throw InterceptorError(.connectFailed, "no address of \(host) could be connected to: \(failures.joined(separator: "; "))")
+    }
+
+    /// Happy Eyeballs over `candidates` (when there is more than one and it is on): the address that connected
+    /// first is moved to the front, the others keep their order for failover. Nothing is sent.
+    /// - Throws: `connectFailed` when none connected, `timeout` past the request's deadline, `cancelled`.
+    private func raceConnections(
+        _ candidates: inout [IPAddress],
+        port: Int,
+        host: HostName,
+        deadline: NIODeadline,
+        failures: inout [String],
+        logger: Logger
+    ) async throws(InterceptorError) {
+        guard let race, candidates.count > 1 else { return }
+        let addresses = candidates
+        let outcome: ConnectionRace.Outcome?
+        do {
+            outcome = try await withDeadline(deadline) { await race.run(addresses, port: port) }
+        } catch {
+            outcome = nil
+        }
+        if Task.isCancelled { throw InterceptorError(.cancelled, "the request to \(host) was cancelled") }
+        switch outcome {
+        case nil:
+            throw InterceptorError(.timeout, "no address of \(host) connected before the request's deadline")
+        case .connected(let index)?:
+            (index == 0 ? raceResults.first : raceResults.other).increment()
+            if index > 0 {
+                logger.debug("a later address connected first", metadata: ["address": "\(candidates[index])", "skipped": "\(candidates[0])"])
+                candidates.insert(candidates.remove(at: index), at: 0)
+            }
+        case .failed(let reasons)?:
+            raceResults.failed.increment()
+            throw InterceptorError(.connectFailed, "no address of \(host) could be connected to: \((failures + reasons).joined(separator: "; "))")
+        }
     }
 
     /// The resolver's answer for `host`, within the request's deadline: a cache hit at once, else the lookup raced

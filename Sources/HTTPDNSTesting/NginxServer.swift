@@ -32,22 +32,32 @@ public final class NginxServer: Sendable {
     ///     a random 127.0.0.x.
     ///   - keepaliveRequests: the requests nginx serves on a connection before it closes it (HTTP/2: a GOAWAY);
     ///     nginx's default is 1,000.
+    ///   - ipv6: whether it also listens on `[::1]` at the same port, over TLS.
     public static func start(
         names: [String],
         certificate: String,
         key: String,
         address: String? = nil,
-        keepaliveRequests: Int = 1000
+        keepaliveRequests: Int = 1000,
+        ipv6: Bool = false
     ) async throws -> NginxServer {
         try await LoopbackPeer.start { randomAddress, port in
             try await NginxServer(
                 address: address ?? randomAddress, port: port, names: names, certificate: certificate, key: key,
-                keepaliveRequests: keepaliveRequests
+                keepaliveRequests: keepaliveRequests, ipv6: ipv6
             )
         }
     }
 
-    private init(address: String, port: Int, names: [String], certificate: String, key: String, keepaliveRequests: Int) async throws {
+    private init(
+        address: String,
+        port: Int,
+        names: [String],
+        certificate: String,
+        key: String,
+        keepaliveRequests: Int,
+        ipv6: Bool
+    ) async throws {
         guard let executable = ChildProcess.find("nginx") else {
             throw PeerStartError(
                 description: "nginx is not installed: run the install command at the top of README.md (apt-get install nginx-light)",
@@ -80,6 +90,7 @@ public final class NginxServer: Sendable {
                 server {
                     listen \(address):\(port) ssl http2;
                     listen \(address):\(port + 1);
+                    \(ipv6 ? "listen [::1]:\(port) ssl http2;" : "")
                     server_name \(names.joined(separator: " "));
                     ssl_certificate \(certificate);
                     ssl_certificate_key \(key);
@@ -142,10 +153,11 @@ public func withNginx<T>(
     certificate: String,
     key: String,
     keepaliveRequests: Int = 1000,
+    ipv6: Bool = false,
     _ body: (NginxServer) async throws -> T
 ) async throws -> T {
     try await LoopbackPeer.run(
-        try await NginxServer.start(names: names, certificate: certificate, key: key, keepaliveRequests: keepaliveRequests),
+        try await NginxServer.start(names: names, certificate: certificate, key: key, keepaliveRequests: keepaliveRequests, ipv6: ipv6),
         stop: { $0.stop() },
         body
     )

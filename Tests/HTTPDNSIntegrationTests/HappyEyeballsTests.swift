@@ -1,0 +1,163 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPDNSCore
+import HTTPDNSInterceptor
+import HTTPDNSTesting
+import Metrics
+import MetricsTestKit
+import NIOCore
+import NIOSSL
+import Testing
+
+/// Happy Eyeballs in the interceptor, against a real nginx on a 127.0.0.x address and on `[::1]`, with a certificate
+/// for `a.test` made at test time. A black-holed address is a loopback socket that listens with a backlog of 0 and
+/// whose accept queue is full: the kernel drops further SYNs, as a family whose packets vanish on the way would.
+@Suite("Happy Eyeballs in the interceptor", .timeLimit(.minutes(2)))
+struct HappyEyeballsTests {
+    static func withOrigin(
+        answer: @escaping (NginxServer) -> (ipv4: [String], ipv6: [String]),
+        configure: (inout InterceptingHTTPClient.Configuration) -> Void = { _ in },
+        _ body: (NginxServer, InterceptingHTTPClient) async throws -> Void
+    ) async throws {
+        try await TestCertificate.with(subjectAltName: "DNS:a.test") { certificate, key in
+            try await withNginx(names: ["a.test"], certificate: certificate, key: key, ipv6: true) { origin in
+                let (ipv4, ipv6) = answer(origin)
+                let trusted = StaticSource(["a.test": .addresses(ipv4: ipv4, ipv6: ipv6, ttl: 300)], name: "httpdns")
+                var configuration = InterceptingHTTPClient.Configuration()
+                configuration.tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(certificate))]
+                configuration.addressOrder = .ipv4First
+                // Waiting for the connect timeout would take 20 s: the test's bounds cannot be met that way.
+                configuration.connectTimeout = .seconds(20)
+                configure(&configuration)
+                try await withHostResolver(trusted: trusted, fallbacks: []) { resolver in
+                    try await withInterceptingHTTPClient(resolver: resolver, configuration: configuration) { client in
+                        try await body(origin, client)
+                    }
+                }
+            }
+        }
+    }
+
+    static func get(_ client: InterceptingHTTPClient, _ url: String) async throws -> (InterceptingHTTPClient.Response, String) {
+        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+        return (response, String(buffer: try await response.response.body.collect(upTo: 1 << 20)))
+    }
+
+    /// IPv4 first, and IPv4 black-holed: the request reaches nginx over IPv6 after about the attempt delay (250 ms),
+    /// not the 20 s connect timeout, and a POST body arrives once, whole.
+    @Test func aBlackHoledFamilyCostsTheAttemptDelayNotTheConnectTimeout() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            let hole = try BlackHole(address: "127.0.0.\(Int.random(in: 2...250))")
+            defer { hole.close() }
+            try await Self.withOrigin(answer: { _ in ([hole.address], ["::1"]) }) { origin, client in
+                try hole.listen(port: origin.port)
+                let started = ContinuousClock.now
+                let (response, body) = try await Self.get(client, "https://a.test:\(origin.port)/")
+                let elapsed = ContinuousClock.now - started
+                #expect(body == "sni=a.test host=a.test:\(origin.port)\n")
+                #expect(response.connectedAddress == IPAddress("::1"))
+                // Not before the delay (the IPv4 attempt was dropped, not refused), and nowhere near the connect
+                // timeout (20 s).
+                #expect(elapsed >= .milliseconds(240) && elapsed < .seconds(10), "took \(elapsed)")
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "other")]) == 1)
+                #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 0)
+
+                // The address is warm now: no race, straight to IPv6; a body is sent once, whole.
+                let posted = try await client.execute(
+                    method: "POST", url: "https://a.test:\(origin.port)/echo", body: ByteBuffer(string: "once"), timeout: .seconds(30)
+                )
+                #expect(String(buffer: try await posted.response.body.collect(upTo: 1 << 20)) == "method=POST body=once")
+                #expect(posted.connectedAddress == IPAddress("::1"))
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "other")]) == 1)
+            }
+        }
+    }
+
+    /// Both families work: the first address in order wins the race, and later requests go to it without one.
+    @Test func whenBothFamiliesWorkTheFirstWinsAndIsReused() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await Self.withOrigin(answer: { ([$0.address], ["::1"]) }) { origin, client in
+                for path in ["/one", "/two", "/three"] {
+                    let (response, body) = try await Self.get(client, "https://a.test:\(origin.port)\(path)")
+                    #expect(body == "sni=a.test host=a.test:\(origin.port)\n")
+                    #expect(response.connectedAddress == IPAddress(origin.address))
+                }
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "first")]) == 1)
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "other")]) == 0)
+            }
+        }
+    }
+
+    /// Turned off, the addresses are tried in turn: the refused IPv4 address is a failover, then IPv6 serves.
+    @Test func turnedOffTheAddressesAreTriedInTurn() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            let closed = "127.0.0.\(Int.random(in: 2...250))"
+            try await Self.withOrigin(answer: { _ in ([closed], ["::1"]) }, configure: { $0.connectionAttemptDelay = nil }) { origin, client in
+                let (response, _) = try await Self.get(client, "https://a.test:\(origin.port)/")
+                #expect(response.connectedAddress == IPAddress("::1"))
+                #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 1)
+                #expect(metrics.counterTotal(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "other")]) == 0)
+            }
+        }
+    }
+
+    /// Every address unreachable: one connect failure naming each, after the race, without sending anything.
+    @Test func noAddressConnectsIsOneConnectFailure() async throws {
+        let (first, second) = ("127.0.0.\(Int.random(in: 2...120))", "127.0.0.\(Int.random(in: 121...250))")
+        try await Self.withOrigin(answer: { _ in ([first, second], []) }) { origin, client in
+            let error = await #expect(throws: InterceptorError.self) { try await Self.get(client, "https://a.test:\(origin.port)/") }
+            #expect(error?.code == .connectFailed, "\(String(describing: error))")
+            #expect(error?.message.contains(first) == true && error?.message.contains(second) == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func theDelayIsCheckedAsRFC8305Bounds() throws {
+        var configuration = InterceptingHTTPClient.Configuration()
+        configuration.connectionAttemptDelay = .milliseconds(5)
+        let error = #expect(throws: ConfigurationError.self) {
+            _ = try InterceptingHTTPClient(resolver: HostResolver(trusted: StaticSource(name: "httpdns"), fallbacks: []), configuration: configuration)
+        }
+        #expect(error?.key == "connectionAttemptDelay" && error?.code == .outOfRange)
+    }
+}
+
+/// A loopback address and port whose SYNs are dropped: a socket listening with a backlog of 0, and one connection
+/// made to it and never accepted, which fills the accept queue.
+final class BlackHole: Sendable {
+    let address: String
+    private let listener: Int32
+    private let filler: Int32
+
+    init(address: String) throws {
+        self.address = address
+        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0, filler >= 0 else { throw PeerStartError(description: "socket: \(String(cString: strerror(errno)))", retryable: false) }
+    }
+
+    /// Listens on the port and fills the queue.
+    func listen(port: Int) throws {
+        var target = sockaddr_in()
+        target.sin_family = sa_family_t(AF_INET)
+        target.sin_addr.s_addr = inet_addr(address)
+        target.sin_port = UInt16(port).bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        guard bound == 0, Glibc.listen(listener, 0) == 0 else {
+            throw PeerStartError(description: "cannot listen on \(address):\(port): \(String(cString: strerror(errno)))", retryable: false)
+        }
+        // The one connection a backlog of 0 lets in: completed by the kernel, never accepted.
+        let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+        guard connected == 0 else {
+            throw PeerStartError(description: "cannot fill \(address):\(port): \(String(cString: strerror(errno)))", retryable: false)
+        }
+    }
+
+    func close() {
+        Glibc.close(filler)
+        Glibc.close(listener)
+    }
+}
