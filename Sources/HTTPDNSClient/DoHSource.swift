@@ -62,7 +62,7 @@ public final class DoHSource: ResolutionSource {
         do {
             bytes = try query.encoded()
         } catch {
-            throw ResolutionError(.internalError, "the query for \(host) could not be encoded: \(error)")
+            throw ResolutionError(.internalError, "the query for \(host) could not be encoded: \(error)", cause: error)
         }
         let accept = "application/dns-message"
         let read = { (answer: ServiceClient.Answer) throws(ServiceClient.AttemptFailure) -> FamilyAnswer<IPAddress> in
@@ -90,7 +90,7 @@ public final class DoHSource: ResolutionSource {
         do {
             message = try DNSMessage(parsing: Array(buffer: answer.body))
         } catch {
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a malformed DNS response for \(host): \(error.reason)"))
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
         }
         guard message.isResponse, message.id == 0, message.questions.count == 1,
             message.questions[0].type == type, message.questions[0].recordClass == 1,

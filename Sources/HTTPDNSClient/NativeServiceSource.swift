@@ -83,7 +83,7 @@ public final class NativeServiceSource: BatchResolutionSource {
             } catch let error as ResolutionError {
                 throw error
             } catch {
-                throw ResolutionError(.internalError, "\(name) failed: \(error)")
+                throw ResolutionError(.internalError, "\(name) failed: \(error)", cause: error)
             }
         }
         let request = NativeRequest(hosts: hosts, families: families, account: configuration.account)
@@ -103,7 +103,7 @@ public final class NativeServiceSource: BatchResolutionSource {
         do {
             batch = try NativeBatchAnswer(parsingJSON: bytes)
         } catch {
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(what): \(error.reason)"))
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(what): \(error.reason)", cause: error))
         }
         var answers = Dictionary(hosts.map { ($0.value, SourceAnswer()) }, uniquingKeysWith: { first, _ in first })
         for record in batch.records {
@@ -164,7 +164,7 @@ public final class NativeServiceSource: BatchResolutionSource {
         do {
             native = try NativeAnswer(parsingJSON: bytes)
         } catch {
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(host): \(error.reason)"))
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed answer for \(host): \(error.reason)", cause: error))
         }
         guard native.host == host.value else {
             throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) answered for '\(native.host)' when asked for \(host)"))

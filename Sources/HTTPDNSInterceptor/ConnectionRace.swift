@@ -56,15 +56,21 @@ struct ConnectionRace: Sendable {
             var failures: [String] = []
             var startAnother = true
             while true {
+                // Cancelled (the caller's task, or the request's deadline): no attempt more, and none of the
+                // running ones is waited for (each returns at once, closing its connection).
+                if Task.isCancelled {
+                    group.cancelAll()
+                    return .failed(failures + ["cancelled"])
+                }
                 if startAnother, next < addresses.count {
                     let (index, address) = (next, addresses[next])
                     next += 1
                     running += 1
                     generation += 1
-                    group.addTask { .attempt(index: index, failure: await probe(address, port: port)) }
+                    _ = group.addTaskUnlessCancelled { .attempt(index: index, failure: await probe(address, port: port)) }
                     if next < addresses.count {
                         let (delay, current) = (attemptDelay, generation)
-                        group.addTask {
+                        _ = group.addTaskUnlessCancelled {
                             try? await Task.sleep(for: delay)
                             return .delayElapsed(generation: current)
                         }
@@ -94,18 +100,26 @@ struct ConnectionRace: Sendable {
     }
 
     /// Connects to one address and closes the connection at once. Nil when it connected; else why not. Returns as
-    /// soon as the task is cancelled: a connection still being made is closed when it is.
+    /// soon as the task is cancelled, and closes the channel then, which ends a connect still in progress (no
+    /// half-open socket is left to wait out the connect timeout).
     private func probe(_ address: IPAddress, port: Int) async -> String? {
+        guard !Task.isCancelled else { return "cancelled" }
         let target: SocketAddress
         do {
             target = try SocketAddress(ipAddress: address.description, port: port)
         } catch {
             return "\(error)"
         }
-        let connecting = ClientBootstrap(group: eventLoopGroup)
-            .connectTimeout(.nanoseconds(connectTimeout.clampedNanoseconds))
-            .connect(to: target)
+        // Checked once, when the interceptor was made: its event loop group is one NIO's bootstraps take.
+        guard let bootstrap = ClientBootstrap(validatingGroup: eventLoopGroup) else { return "the event loop group cannot make connections" }
         let resume = ResumeOnce()
+        let connecting = bootstrap
+            .connectTimeout(.nanoseconds(connectTimeout.clampedNanoseconds))
+            .channelInitializer { channel in
+                resume.hold(channel)
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            .connect(to: target)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 resume.set(continuation)
@@ -120,7 +134,8 @@ struct ConnectionRace: Sendable {
                 }
             }
         } onCancel: {
-            resume.resume("cancelled: another address connected first")
+            resume.resume("cancelled")
+            resume.closeChannel()
         }
     }
 }
@@ -131,9 +146,29 @@ private final class ResumeOnce: Sendable {
     private struct State {
         var continuation: CheckedContinuation<String?, Never>?
         var result: String??
+        var channel: (any Channel)?
+        var closed = false
     }
 
     private let state = Mutex(State())
+
+    /// The attempt's channel, closed by ``closeChannel()`` (at once, if that came first).
+    func hold(_ channel: any Channel) {
+        let closeNow = state.withLock { state in
+            state.channel = channel
+            return state.closed
+        }
+        if closeNow { channel.close(promise: nil) }
+    }
+
+    /// Closes the attempt's channel, ending a connect in progress.
+    func closeChannel() {
+        let channel = state.withLock { state -> (any Channel)? in
+            state.closed = true
+            return state.channel
+        }
+        channel?.close(promise: nil)
+    }
 
     func set(_ continuation: CheckedContinuation<String?, Never>) {
         let early = state.withLock { state -> String?? in

@@ -1,5 +1,6 @@
 import Configuration
 import HTTPDNSCore
+import NIOSSL
 
 extension InterceptingHTTPClient.Configuration {
     /// The interceptor's settings from a swift-configuration reader, usually one scoped to its section. A key that
@@ -41,10 +42,30 @@ extension InterceptingHTTPClient.Configuration {
         if let value = try await configReader.checkedBool("decompression") { decompression = value }
         if let value = try await configReader.checkedMilliseconds("connectTimeoutMs") { connectTimeout = value }
         if let value = try await configReader.checkedMilliseconds("readTimeoutMs") { readTimeout = value }
-        if let value = try await configReader.checkedMilliseconds("connectionAttemptDelayMs") { connectionAttemptDelay = value }
-        if try await configReader.checkedBool("happyEyeballs") == false { connectionAttemptDelay = nil }
+        let attemptDelay = try await configReader.checkedMilliseconds("connectionAttemptDelayMs")
+        if let attemptDelay { connectionAttemptDelay = attemptDelay }
+        if try await configReader.checkedBool("happyEyeballs") == false {
+            guard attemptDelay == nil else {
+                throw ConfigurationError(
+                    .inconsistent,
+                    key: "connectionAttemptDelayMs",
+                    reason: "sets Happy Eyeballs' delay, which happyEyeballs: false turns off; set one or the other"
+                )
+            }
+            connectionAttemptDelay = nil
+        }
         if let path = try await configReader.checkedString("extraTrustRootsPEMFile") {
-            tls.additionalTrustRoots.append(.file(path))
+            // Read now, so that a file that is missing or not PEM is this key's error, not every request's.
+            let certificates: [NIOSSLCertificate]
+            do {
+                certificates = try NIOSSLCertificate.fromPEMFile(path)
+            } catch {
+                throw ConfigurationError(.unreadable, key: "extraTrustRootsPEMFile", reason: "\(path) is not a PEM certificate file: \(error)", cause: error)
+            }
+            guard !certificates.isEmpty else {
+                throw ConfigurationError(.unreadable, key: "extraTrustRootsPEMFile", reason: "\(path) holds no certificate")
+            }
+            tls.additionalTrustRoots.append(.certificates(certificates))
         }
     }
 }

@@ -192,8 +192,11 @@ public final class InterceptingHTTPClient: Sendable {
             return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
         }
         passthrough = PassthroughClient(HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base), logger: logger)
-        race = configuration.connectionAttemptDelay.map {
-            ConnectionRace(eventLoopGroup: eventLoopGroup, attemptDelay: $0, connectTimeout: configuration.connectTimeout)
+        // A group NIO's bootstraps cannot use (not a POSIX one) gets no race: the addresses are tried in turn.
+        race = configuration.connectionAttemptDelay.flatMap { delay in
+            ClientBootstrap(validatingGroup: eventLoopGroup).map { _ in
+                ConnectionRace(eventLoopGroup: eventLoopGroup, attemptDelay: delay, connectTimeout: configuration.connectTimeout)
+            }
         }
         warmAddresses = WarmAddresses(lifetime: base.connectionPool.idleTimeout, limit: configuration.maxClients)
         var failures: [InterceptorError.Code: Counter] = [:]
@@ -435,7 +438,10 @@ public final class InterceptingHTTPClient: Sendable {
         var failures: [String] = []
         // With one address there is nothing to choose: no race, and no warm address to keep.
         let choosing = candidates.count > 1
-        if choosing, let warm = warmAddresses.address(of: origin, among: candidates), let index = candidates.firstIndex(of: warm) {
+        // Warm per origin (scheme, host and port): an address proven for one port says nothing of another.
+        let warmKey = "\(canonical.scheme)://\(origin):\(port)"
+        guard !origins.isShutDown else { throw InterceptorError(.shutdown, "the interceptor was shut down") }
+        if choosing, let warm = warmAddresses.address(of: warmKey, among: candidates), let index = candidates.firstIndex(of: warm) {
             // A request succeeded there lately, so AsyncHTTPClient likely holds a connection to it: no race.
             candidates.insert(candidates.remove(at: index), at: 0)
         } else {
@@ -458,14 +464,16 @@ public final class InterceptingHTTPClient: Sendable {
                     logger.debug("the stream ended before an answer; sending once more", metadata: ["error": "\(error)"])
                     response = try await lease.client.execute(request, deadline: deadline, logger: logger)
                 }
-                if choosing { warmAddresses.record(address, for: origin) }
+                if choosing { warmAddresses.record(address, for: warmKey) }
                 var leased = response
                 leased.body = .stream(LeasedBody(base: response.body, lease: lease))
                 return Hop(response: leased, address: address, fallback: answer.fallback)
             } catch {
+                // Whatever went wrong before the response head (a timeout, a connection lost), the address is no
+                // longer one to go to first without a race.
+                if choosing { warmAddresses.forget(address, for: warmKey) }
                 let failure = describe(error, host: origin, address: address, method: canonical.method, replayable: replayable)
                 guard failure.code == .connectFailed else { throw failure }
-                if choosing { warmAddresses.forget(address, for: origin) }
                 failures.append(failure.message)
                 if !candidates.isEmpty {
                     failovers.increment()

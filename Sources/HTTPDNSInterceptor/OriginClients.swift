@@ -76,7 +76,10 @@ final class OriginClients: Sendable {
         DroppedClients.shutDown(left, owner: "InterceptingHTTPClient", logger: logger)
     }
 
-    /// How many clients are kept (retired ones still streaming included).
+    /// Whether ``shutdown()`` has begun.
+    var isShutDown: Bool { state.withLock { $0.shutDown } }
+
+        /// How many clients are kept (retired ones still streaming included).
     var count: Int { state.withLock { $0.entries.count + $0.retired.count } }
 
     /// A lease on the client for `key`, made when there is none.

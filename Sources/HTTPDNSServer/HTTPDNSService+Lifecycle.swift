@@ -18,7 +18,9 @@ extension HTTPDNSService: Service {
 ///   - isolation: the caller's actor.
 ///   - body: given the port the service listens on once it does (useful when the configuration asked for port 0).
 /// - Throws: the service's own error when it cannot start (an address it cannot bind, a certificate it cannot
-///   read), ``HTTPDNSServiceError`` when it stopped before it listened, or what `body` throws.
+///   read), ``HTTPDNSServiceError`` when it stopped before it listened, `CancellationError` when the caller was
+///   cancelled before it listened, or what `body` throws (first, when both failed). A service that fails while the
+///   body runs does not interrupt the body: its error is thrown when the body returns.
 public func withHTTPDNSService<Result: Sendable>(
     _ service: HTTPDNSService,
     isolation: isolated (any Actor)? = #isolation,
@@ -36,8 +38,9 @@ public func withHTTPDNSService<Result: Sendable>(
         }
         var listening = ports.makeAsyncIterator()
         guard let port = await listening.next() else {
-            // run() ended without listening: its error says why.
+            // run() ended without listening: its error says why, or the caller was cancelled.
             try await tasks.next()
+            try Task.checkCancellation()
             throw HTTPDNSServiceError(.stoppedBeforeListening, "the service stopped before it listened")
         }
         let result: Swift.Result<Result, any Error>
@@ -47,8 +50,16 @@ public func withHTTPDNSService<Result: Sendable>(
             result = .failure(error)
         }
         await group.triggerGracefulShutdown()
-        try await tasks.waitForAll()
-        return try result.get()
+        switch result {
+        case .success(let value):
+            // The service's own error, if it failed while the body ran.
+            try await tasks.waitForAll()
+            return value
+        case .failure(let error):
+            // The body's error is the one the caller gets; the service's, if any, is logged by the group.
+            try? await tasks.waitForAll()
+            throw error
+        }
     }
 }
 

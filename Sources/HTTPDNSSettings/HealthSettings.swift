@@ -51,14 +51,14 @@ public struct HealthSettings: Sendable {
             guard value <= 60_000 else { throw SettingError("--timeout-ms (timeoutMs, HTTPDNS_TIMEOUT_MS) must be at most 60000, not \(value)") }
             timeout = .milliseconds(value)
         }
-        if try await reader.isSet(Self.servers) {
+        if try await reader.isGiven(Self.servers) {
             var connection = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
             connection.budget = timeout
             connection.attemptTimeout = timeout
             service = connection
         } else {
             for setting in [Self.serverName, Self.cacert, Self.pins] {
-                guard try await !reader.isSet(setting) else { throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL") }
+                guard try await !reader.isGiven(setting) else { throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL") }
             }
         }
         dnsServers = (try await reader.strings(Self.dns) ?? []).compactMap { try? DNSServerAddress(parsing: $0) }
@@ -73,7 +73,7 @@ public struct HealthSettings: Sendable {
         } catch let error as SettingError {
             throw error
         } catch {
-            throw SettingError("--allow-private: \(error)")
+            throw SettingError(.invalidValue, "--allow-private: \(error)", cause: error)
         }
         if let value = try await reader.int(Self.expiryWarningDays) { expiryWarningDays = value }
         if let seconds = try await reader.int(Self.watchSeconds) {
@@ -86,7 +86,7 @@ public struct HealthSettings: Sendable {
         do {
             try cares.validate()
         } catch {
-            throw SettingError("--timeout-ms \(error.reason)")
+            throw SettingError(.invalidValue, "--timeout-ms \(error.reason)", cause: error)
         }
     }
 }

@@ -66,7 +66,7 @@ public struct ResolveSettings: Sendable {
     /// - Throws: ``SettingError`` naming the key, and where its value came from when that is where it went wrong.
     public init(reading reader: SettingsReader) async throws(SettingError) {
         if let text = try await reader.string(Self.source) { source = Source(rawValue: text)! }
-        if try await reader.isSet(Self.servers) {
+        if try await reader.isGiven(Self.servers) {
             service = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
         }
         let fallbackList = try await reader.strings(Self.fallbacks)
@@ -81,7 +81,7 @@ public struct ResolveSettings: Sendable {
         json = try await reader.bool(Self.json) ?? false
         var serviceKeysSet = false
         for setting in [Self.serverName, Self.cacert, Self.pins, Self.budgetMs, Self.attemptTimeoutMs] {
-            if try await reader.isSet(setting) { serviceKeysSet = true }
+            if try await reader.isGiven(setting) { serviceKeysSet = true }
         }
         var caresKeysSet: [String] = []
         for setting in [Self.tcp, Self.timeoutMs, Self.tries] {
@@ -89,7 +89,7 @@ public struct ResolveSettings: Sendable {
         }
         try check(serviceKeysSet: serviceKeysSet, caresKeysSet: caresKeysSet)
         if fallbackList != nil, source != .auto {
-            throw SettingError("--fallback applies to --source auto, not \(source.rawValue)")
+            throw SettingError(.inconsistent, "--fallback applies to --source auto, not \(source.rawValue)")
         }
     }
 
@@ -97,7 +97,7 @@ public struct ResolveSettings: Sendable {
     /// are refused rather than silently unused), and the libraries must accept what they make.
     private func check(serviceKeysSet: Bool, caresKeysSet: [String]) throws(SettingError) {
         if source.asksService, service == nil {
-            throw SettingError("--source \(source.rawValue) asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS)")
+            throw SettingError(.inconsistent, "--source \(source.rawValue) asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS)")
         }
         if !source.asksService, service != nil || serviceKeysSet {
             throw SettingError(
@@ -107,20 +107,20 @@ public struct ResolveSettings: Sendable {
             )
         }
         if source == .system, !cares.servers.isEmpty {
-            throw SettingError("--dns (dns, HTTPDNS_DNS) applies to --source cares or auto; the system resolver uses /etc/resolv.conf")
+            throw SettingError(.inconsistent, "--dns (dns, HTTPDNS_DNS) applies to --source cares or auto; the system resolver uses /etc/resolv.conf")
         }
         let caresKeys = (cares.servers.isEmpty ? [] : [Self.dns.key]) + caresKeysSet
         let asksCAres = source == .cares || (source == .auto && fallbacks.contains("cares"))
         if !asksCAres, !caresKeys.isEmpty {
             let flags = Self.table.filter { caresKeys.contains($0.key) }.map { "\($0.flag ?? $0.key) (\($0.key), \($0.environmentVariable))" }
             let without = source == .auto ? " with --fallback \(fallbacks.joined(separator: ","))" : ""
-            throw SettingError("\(flags.joined(separator: ", ")) set c-ares, which --source \(source.rawValue)\(without) does not ask")
+            throw SettingError(.inconsistent, "\(flags.joined(separator: ", ")) set c-ares, which --source \(source.rawValue)\(without) does not ask")
         }
         do {
             try cares.validate()
         } catch {
             let flag = ["timeout": Self.timeoutMs, "tries": Self.tries][error.key]?.flag ?? error.key
-            throw SettingError("\(flag) \(error.reason)")
+            throw SettingError(error.code == .inconsistent ? .inconsistent : .invalidValue, "\(flag) \(error.reason)", cause: error)
         }
     }
 }

@@ -121,15 +121,15 @@ public struct ServeSettings: Sendable {
             try upstream.validate()
             try cache.validate()
         } catch {
-            throw SettingError(Self.inUsersKeys(error))
+            throw SettingError(error.code == .inconsistent ? .inconsistent : .invalidValue, Self.inUsersKeys(error), cause: error)
         }
         for path in [server.tlsCertificatePath, server.tlsKeyPath].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: path) {
-            throw SettingError("cannot read \(path) (tlsCert / tlsKey)")
+            throw SettingError(.unreadableFile, "cannot read \(path) (tlsCert / tlsKey)")
         }
         do {
             _ = try server.tlsConfiguration()
         } catch {
-            throw SettingError("\(error)")
+            throw SettingError(.unreadableFile, "\(error)", cause: error)
         }
     }
 }

@@ -20,7 +20,7 @@ extension SettingKind {
         do {
             bytes = try BoundedFile.read(path, maxBytes: SettingsReader.maxFileBytes)
         } catch {
-            throw SettingError(origin, "cannot read accounts from \(path) (a JSON object of accounts): \(error)")
+            throw SettingError(.unreadableFile, origin, "cannot read accounts from \(path) (a JSON object of accounts): \(error)", cause: error)
         }
         let value: JSONValue
         do {

@@ -187,7 +187,7 @@ public enum SettingKind: Sendable, Hashable {
                     case .hostPatterns: "a host pattern"
                     default: "a server"
                     }
-                throw SettingError(origin, "holds \(noun) that cannot be used: \(error)")
+                throw SettingError(.invalidValue, origin, "holds \(noun) that cannot be used: \(error)", cause: error)
             }
         }
         return .stringArray(items)

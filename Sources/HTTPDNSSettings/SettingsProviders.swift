@@ -58,21 +58,21 @@ struct FileSettingsProvider: SettingsProvider {
         do {
             bytes = try BoundedFile.read(path, maxBytes: SettingsReader.maxFileBytes)
         } catch {
-            throw SettingError("cannot read the configuration file \(path): \(error)")
+            throw SettingError(.unreadableFile, "cannot read the configuration file \(path): \(error)", cause: error)
         }
         let value: JSONValue
         do {
             value = try JSONValue(parsing: bytes)
         } catch {
             // Where, not what: the file may hold account secrets.
-            throw SettingError("the configuration file \(path) is not valid JSON: \(error.redactedDescription)")
+            throw SettingError(.invalidFile, "the configuration file \(path) is not valid JSON: \(error.redactedDescription)")
         }
         guard case .object(let object) = value else {
-            throw SettingError("the configuration file \(path) is not a JSON object but \(value.kind)")
+            throw SettingError(.invalidFile, "the configuration file \(path) is not a JSON object but \(value.kind)")
         }
         if let unknown = object.names.first(where: { table[$0] == nil }) {
             let known = settings.map(\.key).joined(separator: ", ")
-            throw SettingError("\(path): unknown key '\(unknown)' (known keys: \(known))")
+            throw SettingError(.unknownKey, "\(path): unknown key '\(unknown)' (known keys: \(known))")
         }
         self.path = path
         self.settings = Setting.lookupTable(settings)

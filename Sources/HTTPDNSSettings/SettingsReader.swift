@@ -46,7 +46,7 @@ public struct SettingsReader: Sendable {
             return try await make(reader.scoped(to: ConfigKey(scope)))
         } catch {
             if let cause = error.cause as? SettingError { throw cause }
-            throw SettingError(inUsersNames(error, scope: scope))
+            throw SettingError(error.code == .inconsistent ? .inconsistent : .invalidValue, inUsersNames(error, scope: scope), cause: error)
         }
     }
 
@@ -98,6 +98,13 @@ public struct SettingsReader: Sendable {
         }
     }
 
+    /// Whether any place gives `setting` a value that says something: set, and for a list, not empty (an empty
+    /// `HTTPDNS_SERVERS=` names no server, as leaving it out does).
+    public func isGiven(_ setting: Setting) async throws(SettingError) -> Bool {
+        guard setting.kind.isList else { return try await isSet(setting) }
+        return try await strings(setting)?.isEmpty == false
+    }
+
     /// The accounts of an ``SettingKind/accounts`` setting, by id.
     public func accounts(_ setting: Setting) async throws(SettingError) -> [String: SettingKind.Account]? {
         let bytes = try await read(setting) { try await reader.fetchBytes(forKey: ConfigKey([setting.key]), isSecret: true) }
@@ -111,7 +118,7 @@ public struct SettingsReader: Sendable {
         } catch let error as SettingError {
             throw error
         } catch {
-            throw SettingError("\(setting.key): \(error)")
+            throw SettingError(.invalidValue, "\(setting.key): \(error)", cause: error)
         }
     }
 }

@@ -38,6 +38,12 @@ struct HappyEyeballsTests {
         }
     }
 
+    /// Two loopback addresses other than nginx's (and so free on its port), from nginx's own.
+    static func otherAddresses(besides origin: NginxServer) -> [String] {
+        let last = Int(origin.address.split(separator: ".").last!)!
+        return [1, 2].map { "127.0.0.\((last + $0 - 2) % 252 + 2)" }
+    }
+
     static func get(_ client: InterceptingHTTPClient, _ url: String) async throws -> (InterceptingHTTPClient.Response, String) {
         let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
         return (response, String(buffer: try await response.response.body.collect(upTo: 1 << 20)))
@@ -48,9 +54,9 @@ struct HappyEyeballsTests {
     @Test func aBlackHoledFamilyCostsTheAttemptDelayNotTheConnectTimeout() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let hole = try BlackHole(address: "127.0.0.\(Int.random(in: 2...250))")
-            defer { hole.close() }
-            try await Self.withOrigin(answer: { _ in ([hole.address], ["::1"]) }) { origin, client in
+            try await Self.withOrigin(answer: { ([Self.otherAddresses(besides: $0)[0]], ["::1"]) }) { origin, client in
+                let hole = try BlackHole(address: Self.otherAddresses(besides: origin)[0])
+                defer { hole.close() }
                 try hole.listen(port: origin.port)
                 let started = ContinuousClock.now
                 let (response, body) = try await Self.get(client, "https://a.test:\(origin.port)/")
@@ -94,8 +100,9 @@ struct HappyEyeballsTests {
     @Test func turnedOffTheAddressesAreTriedInTurn() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let closed = "127.0.0.\(Int.random(in: 2...250))"
-            try await Self.withOrigin(answer: { _ in ([closed], ["::1"]) }, configure: { $0.connectionAttemptDelay = nil }) { origin, client in
+            try await Self.withOrigin(answer: { ([Self.otherAddresses(besides: $0)[0]], ["::1"]) }, configure: { $0.connectionAttemptDelay = nil }) {
+                origin,
+                client in
                 let (response, _) = try await Self.get(client, "https://a.test:\(origin.port)/")
                 #expect(response.connectedAddress == IPAddress("::1"))
                 #expect(metrics.counterTotal(label: "httpdns_connect_failovers_total") == 1)
@@ -106,11 +113,35 @@ struct HappyEyeballsTests {
 
     /// Every address unreachable: one connect failure naming each, after the race, without sending anything.
     @Test func noAddressConnectsIsOneConnectFailure() async throws {
-        let (first, second) = ("127.0.0.\(Int.random(in: 2...120))", "127.0.0.\(Int.random(in: 121...250))")
-        try await Self.withOrigin(answer: { _ in ([first, second], []) }) { origin, client in
+        try await Self.withOrigin(answer: { (Self.otherAddresses(besides: $0), []) }) { origin, client in
+            let (first, second) = (Self.otherAddresses(besides: origin)[0], Self.otherAddresses(besides: origin)[1])
             let error = await #expect(throws: InterceptorError.self) { try await Self.get(client, "https://a.test:\(origin.port)/") }
             #expect(error?.code == .connectFailed, "\(String(describing: error))")
             #expect(error?.message.contains(first) == true && error?.message.contains(second) == true, "\(String(describing: error))")
+        }
+    }
+
+    /// The request's deadline passes while the race waits on a black-holed first address: a timeout, and the race
+    /// starts no attempt more. Were the cancelled attempt taken for a failure, the next address would be tried at
+    /// once: a listener there would see the connection.
+    @Test func aDeadlineDuringTheRaceEndsItWithoutFurtherAttempts() async throws {
+        try await Self.withOrigin(
+            answer: { (Self.otherAddresses(besides: $0), []) },
+            configure: { $0.connectionAttemptDelay = .seconds(2) }
+        ) { origin, client in
+            let (holeAddress, trapAddress) = (Self.otherAddresses(besides: origin)[0], Self.otherAddresses(besides: origin)[1])
+            let hole = try BlackHole(address: holeAddress)
+            defer { hole.close() }
+            try hole.listen(port: origin.port)
+            let trap = try LoopbackTrap(address: trapAddress, port: origin.port)
+            let error = await #expect(throws: InterceptorError.self) {
+                _ = try await client.execute(HTTPClientRequest(url: "https://a.test:\(origin.port)/"), timeout: .milliseconds(300))
+            }
+            #expect(error?.code == .timeout, "\(String(describing: error))")
+            // No signal marks an attempt that is not made: half a second is many times what a loopback connect takes,
+            // and well before the 2 s attempt delay.
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(trap.connectionsWaiting() == 0, "the next address was tried after the deadline")
         }
     }
 
@@ -135,7 +166,12 @@ final class BlackHole: Sendable {
         self.address = address
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard listener >= 0, filler >= 0 else { throw PeerStartError(description: "socket: \(String(cString: strerror(errno)))", retryable: false) }
+        guard listener >= 0, filler >= 0 else {
+            let reason = String(cString: strerror(errno))
+            if listener >= 0 { Glibc.close(listener) }
+            if filler >= 0 { Glibc.close(filler) }
+            throw PeerStartError(description: "socket: \(reason)", retryable: false)
+        }
     }
 
     /// Listens on the port and fills the queue.

@@ -33,9 +33,10 @@ import Testing
         // Port 1 needs privileges the test does not take; as root, it is bound twice instead.
         let first = try makeService(port: 0)
         _ = try await withHTTPDNSService(first) { port in
-            await #expect(throws: (any Error).self) {
+            let error = await #expect(throws: (any Error).self) {
                 try await withHTTPDNSService(try makeService(port: port)) { _ in }
             }
+            #expect("\(String(describing: error))".contains("Address already in use"), "\(String(describing: error))")
         }
     }
 
@@ -45,7 +46,7 @@ import Testing
         let group = ServiceGroup(services: [try makeService(port: port)], logger: Logger(label: "httpdns.test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            // Connection refused until the service listens: curl retries on that signal, a second at most.
+            // Connection refused until the service listens: curl retries on that signal (its back-off starts at 1 s).
             let run = try await ChildProcess.run(
                 executable: curl,
                 arguments: ["-s", "-f", "--retry", "50", "--retry-connrefused", "--retry-delay", "0", "--retry-max-time", "20",
