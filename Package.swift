@@ -13,17 +13,31 @@ let package = Package(
         .library(name: "HTTPDNSServer", targets: ["HTTPDNSServer"]),
         .library(name: "HTTPDNSInterceptor", targets: ["HTTPDNSInterceptor"]),
         .library(name: "HTTPDNSURLSession", targets: ["HTTPDNSURLSession"]),
+        .library(name: "HTTPDNSNIO", targets: ["HTTPDNSNIO"]),
         .library(name: "HTTPDNSMetrics", targets: ["HTTPDNSMetrics"]),
         .library(name: "HTTPDNSTesting", targets: ["HTTPDNSTesting"]),
         // The command line's settings (keys, environment variables, flags, the JSON file), for the fuzz target of
         // configuration files and for tools that want the same keys.
         .library(name: "HTTPDNSSettings", targets: ["HTTPDNSSettings"]),
+        // gRPC (grpc-swift 2) resolving through HTTPDNS; its sources and gRPC dependencies build only with the
+        // trait `GRPC`.
+        .library(name: "HTTPDNSGRPC", targets: ["HTTPDNSGRPC"]),
         .executable(name: "httpdns", targets: ["httpdns"]),
+        // Adapters, each compiled only under its trait: generated OpenAPI clients and Vapor's `app.client`.
+        .library(name: "HTTPDNSOpenAPI", targets: ["HTTPDNSOpenAPI"]),
+        .library(name: "HTTPDNSVapor", targets: ["HTTPDNSVapor"]),
     ],
     traits: [
         // The entry points of the fuzz targets in Fuzz/ (raw bytes into the service's connections), and NIOEmbedded
         // under them. Fuzz/Package.swift enables it; no default build compiles them.
         .trait(name: "Fuzzing", description: "Compile the fuzz entry points that Fuzz/ drives."),
+        // HTTPDNSGRPC's sources and its gRPC packages (grpc-swift 2 and its NIO transport). Not default: a backend
+        // that does not ask for it builds no gRPC package.
+        .trait(name: "GRPC", description: "Build HTTPDNSGRPC: gRPC (grpc-swift 2) channels that resolve through HTTPDNS."),
+        // The adapters and their heavy packages: without the trait, HTTPDNSOpenAPI and HTTPDNSVapor are empty and
+        // swift-openapi-runtime and Vapor are not built.
+        .trait(name: "OpenAPI", description: "Build HTTPDNSOpenAPI: a swift-openapi-runtime ClientTransport over the interceptor."),
+        .trait(name: "Vapor", description: "Build HTTPDNSVapor: Vapor's app.client and req.client through the interceptor."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -40,6 +54,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Only for HTTPDNSGRPC, with the trait `GRPC`.
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
+        // Only for the traits OpenAPI and Vapor.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         // `swift package generate-documentation`: the DocC catalogs of the library modules.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -185,6 +205,35 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // A SwiftNIO `Resolver` over `HostResolver`, for libraries that connect with a `ClientBootstrap`: NIO's own
+        // Happy Eyeballs over answers from the trusted source and the guard.
+        .target(
+            name: "HTTPDNSNIO",
+            dependencies: [
+                "HTTPDNSSynchronization",
+                "HTTPDNSCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // gRPC (grpc-swift 2) through HTTPDNS: a push name resolver over `HostResolver` and the per-connection
+        // check that the certificate holds the name. Every gRPC dependency is conditional on the trait `GRPC`, and the
+        // sources are wrapped in `#if GRPC`: without the trait the module is empty.
+        .target(
+            name: "HTTPDNSGRPC",
+            dependencies: [
+                .target(name: "HTTPDNSCore", condition: .when(traits: ["GRPC"])),
+                .target(name: "HTTPDNSNetworking", condition: .when(traits: ["GRPC"])),
+                .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport", condition: .when(traits: ["GRPC"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["GRPC"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["GRPC"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["GRPC"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["GRPC"])),
+                .product(name: "NIOTLS", package: "swift-nio", condition: .when(traits: ["GRPC"])),
             ]
         ),
         // Metrics for backends that link the libraries: the Prometheus exposition with help texts, and a small
@@ -335,6 +384,18 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "HTTPDNSNIOTests",
+            dependencies: [
+                "HTTPDNSNIO",
+                "HTTPDNSCAres",
+                "HTTPDNSCore",
+                "HTTPDNSTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
             name: "HTTPDNSMetricsTests",
             dependencies: [
                 "HTTPDNSMetrics",
@@ -407,6 +468,77 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
+        ),
+        // The OpenAPI adapter (trait OpenAPI): a ClientTransport over the interceptor.
+        .target(
+            name: "HTTPDNSOpenAPI",
+            dependencies: [
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                "HTTPDNSNetworking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
+            ]
+        ),
+        // The Vapor adapter (trait Vapor): a Vapor `Client` over the interceptor and its `app.clients` provider.
+        .target(
+            name: "HTTPDNSVapor",
+            dependencies: [
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                "HTTPDNSNetworking",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        .testTarget(
+            name: "HTTPDNSOpenAPITests",
+            dependencies: [
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                "HTTPDNSOpenAPI",
+                "HTTPDNSTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
+            ]
+        ),
+        .testTarget(
+            name: "HTTPDNSVaporTests",
+            dependencies: [
+                "HTTPDNSCore",
+                "HTTPDNSInterceptor",
+                "HTTPDNSTesting",
+                "HTTPDNSVapor",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+                .product(name: "VaporTesting", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        // HTTPDNSGRPC against real grpc-swift 2 servers over TLS; built with the trait `GRPC` (empty without it).
+        .testTarget(
+            name: "HTTPDNSGRPCTests",
+            dependencies: [
+                "HTTPDNSGRPC",
+                .target(name: "HTTPDNSCore", condition: .when(traits: ["GRPC"])),
+                .target(name: "HTTPDNSSynchronization", condition: .when(traits: ["GRPC"])),
+                .target(name: "HTTPDNSTesting", condition: .when(traits: ["GRPC"])),
+                .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport", condition: .when(traits: ["GRPC"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["GRPC"])),
+                .product(name: "NIOTLS", package: "swift-nio", condition: .when(traits: ["GRPC"])),
             ]
         ),
     ],

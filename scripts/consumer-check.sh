@@ -51,6 +51,16 @@ MANIFEST
 start=$(date +%s)
 (cd "$work/consumer" && swift build 2>&1 | tail -n 3)
 echo "consumer-check: built in $(($(date +%s) - start)) s (a fresh build of the products and their dependencies)"
+# Nobody builds what they do not use: the adapters' packages (Vapor, grpc-swift, swift-openapi-runtime) sit behind
+# traits this consumer does not enable, so not one of their modules may have been compiled.
+built_adapters=$(find "$work/consumer/.build/debug" -maxdepth 1 -type d \( -name 'Vapor.build' -o -name 'GRPCCore.build' \
+  -o -name 'GRPCNIOTransportCore.build' -o -name 'OpenAPIRuntime.build' -o -name 'RoutingKit.build' \) | sort)
+if [ -n "$built_adapters" ]; then
+  echo "consumer-check: a consumer of the interceptor built an adapter's package:" >&2
+  echo "$built_adapters" >&2
+  exit 1
+fi
+echo "consumer-check: no adapter package built (Vapor, grpc-swift, swift-openapi-runtime)"
 
 # The tour's service, as the README starts it.
 cd "$work"
