@@ -153,31 +153,10 @@ final class CertificateNameCheck: ChannelDuplexHandler, RemovableChannelHandler 
         return "it does not hold \(host) as a DNS name (it holds \(holds))"
     }
 
-    /// Whether the DNS name `pattern` of a certificate covers `host`: compared byte by byte, ASCII letters without
-    /// case, a trailing dot ignored; a name with any byte outside letters, digits, `-` and `.` (beyond a leading
-    /// `*.`) matches nothing, and a `*` is one whole label, never an `xn--` one (RFC 6125 §6.4.3). The interceptor's
-    /// rules (`HostCertificateMismatch`), word for word.
+    /// Whether the DNS name `pattern` of a certificate covers `host`: the rules every name check of this package
+    /// follows (`CertificateNameMatch` in HTTPDNSCore, shared with the interceptor and the NIO adapter).
     static func matches(_ pattern: String, _ host: String) -> Bool {
-        func normal(_ name: String) -> [UInt8]? {
-            var bytes = Array(name.utf8)
-            if bytes.last == UInt8(ascii: ".") { bytes.removeLast() }
-            for index in bytes.indices {
-                let byte = bytes[index]
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"): bytes[index] = byte | 0x20
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."): break
-                case UInt8(ascii: "*") where index == 0: break
-                default: return nil
-                }
-            }
-            return bytes
-        }
-        guard let pattern = normal(pattern), let host = normal(host), !host.contains(UInt8(ascii: "*")) else { return false }
-        guard pattern.starts(with: Array("*.".utf8)) else { return pattern == host }
-        let base = pattern.dropFirst(2)
-        guard let dot = host.firstIndex(of: UInt8(ascii: ".")), dot != host.startIndex, base.contains(UInt8(ascii: ".")) else { return false }
-        if host[..<dot].starts(with: Array("xn--".utf8)) { return false }
-        return host[(dot + 1)...].elementsEqual(base)
+        CertificateNameMatch.matches(pattern, host)
     }
 
     /// An IP address SAN as text: 4 bytes as IPv4, 16 as IPv6, anything else in hex.

@@ -23,14 +23,15 @@ extension HTTP2ClientTransport.Posix {
     ///   - resolver: the resolver to resolve `host` through.
     ///   - tls: TLS for the connections; the trust roots and a client certificate are yours to set, but the
     ///     server's certificate is always verified in full. Default: the system's trust roots.
-    ///   - config: the transport's settings (`http2.authority` overrides the authority, SNI and the name checked:
-    ///     leave it nil).
+    ///   - config: the transport's settings; `http2.authority` must be nil (the authority, SNI and the name checked
+    ///     are `host`).
     ///   - serviceConfig: the channel's service config; its load-balancing policy decides how the addresses are
     ///     grouped into endpoints (`NameResolvers.HTTPDNS.EndpointGrouping.matching(_:)`).
     ///   - resolution: how the channel follows the answers (its `endpoints` is set from `serviceConfig`).
     ///   - logger: where changes of addresses and failed lookups are logged.
     ///   - eventLoopGroup: the NIO event loops of the connections.
-    /// - Throws: `ConfigurationError` when `port` is not 1 to 65,535, when `tls` turns a part of the certificate's
+    /// - Throws: `ConfigurationError` when `port` is not 1 to 65,535, when `config.http2.authority` is set, when `tls`
+    ///   turns a part of the certificate's
     ///   verification off (`serverCertificateVerification` other than `.fullVerification`, or a
     ///   `customVerificationCallback`, which replaces NIOSSL's verification) or when `resolution` does not
     ///   validate; grpc-swift's `RuntimeError` when the TLS settings cannot be used.
@@ -60,6 +61,15 @@ extension HTTP2ClientTransport.Posix {
                 .invalidValue,
                 key: "tls.customVerificationCallback",
                 reason: "must be nil: it would replace TLS's own verification of the server's certificate"
+            )
+        }
+        // The authority is the name: `:authority`, SNI and the name TLS and our check hold the certificate to. Another
+        // would move all three off the host the addresses were resolved for.
+        guard config.http2.authority == nil else {
+            throw ConfigurationError(
+                .invalidValue,
+                key: "http2.authority",
+                reason: "must be nil: the authority, SNI and the certificate's name are the host, \(host)"
             )
         }
         var resolution = resolution

@@ -254,7 +254,9 @@ struct HTTPDNSNames: AsyncSequence, Sendable {
                         failures = 0
                         wait = Swift.max(.seconds(Int64(answer.resolution.ttlSeconds)), configuration.minimumRefreshInterval)
                     }
-                    if addresses != current {
+                    // The same addresses in another order (a server that shuffles its answers) are no change: pushed
+                    // again, pick-first would see a new endpoint and move the channel to a new connection every TTL.
+                    if current.map(Set.init) != Set(addresses) {
                         names.logger.debug(
                             "addresses for the channel",
                             metadata: [

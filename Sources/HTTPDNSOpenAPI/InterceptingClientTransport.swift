@@ -212,6 +212,8 @@ enum RequestBody: Sendable {
             }
             throw InterceptorError(.transportFailed, "the request body for \(url) could not be read: \(error)", cause: error)
         }
+        // A body cut short by cancellation may end as if it were whole: never send it as complete.
+        if Task.isCancelled { throw InterceptorError(.cancelled, "reading the request body for \(url) was cancelled") }
         if case .known(let count) = body.length, count != Int64(buffer.readableBytes) {
             throw InterceptorError(.invalidRequest, "the request body for \(url) declared \(count) bytes but held \(buffer.readableBytes)")
         }

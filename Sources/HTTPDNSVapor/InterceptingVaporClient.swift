@@ -109,6 +109,9 @@ public struct InterceptingVaporClient: Client {
             throw InterceptorError(.transportFailed, "the response body of \(url) is longer than \(limit) bytes", cause: error)
         } catch {
             if Task.isCancelled { throw InterceptorError(.cancelled, "the request to \(url) was cancelled", cause: error) }
+            if let error = error as? HTTPClientError, error == .readTimeout || error == .deadlineExceeded {
+                throw InterceptorError(.timeout, "the response body of \(url) did not arrive in time", cause: error)
+            }
             throw InterceptorError(.transportFailed, "the response body of \(url) could not be read: \(error)", cause: error)
         }
         guard let collected else {

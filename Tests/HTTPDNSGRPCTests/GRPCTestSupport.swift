@@ -409,3 +409,53 @@ final class ManualClock: Clock, Sendable {
     }
 }
 #endif
+
+#if GRPC
+/// The client's TCP connections as they close, by the address they went to: a signal, from the transport's
+/// `onCreateTCPConnection` callback (which `requireCertificateName(_:)` keeps, running it after its own check).
+final class ConnectionWatch: Sendable {
+    private struct State {
+        var closed: [String: Int] = [:]
+        var waiters: [(address: String, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// `config` with the watch attached.
+    func attach(to config: HTTP2ClientTransport.Posix.Config = .defaults) -> HTTP2ClientTransport.Posix.Config {
+        var config = config
+        config.channelDebuggingCallbacks.onCreateTCPConnection = { [self] channel in
+            channel.closeFuture.whenComplete { _ in
+                // The remote address is known once connected, and kept after the close.
+                guard let address = channel.remoteAddress?.ipAddress else { return }
+                let ready = self.state.withLock { state in
+                    state.closed[address, default: 0] += 1
+                    var ready: [CheckedContinuation<Void, Never>] = []
+                    state.waiters.removeAll { waiter in
+                        guard waiter.address == address else { return false }
+                        ready.append(waiter.continuation)
+                        return true
+                    }
+                    return ready
+                }
+                for continuation in ready { continuation.resume() }
+            }
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
+        return config
+    }
+
+    /// Returns once a connection to `address` has closed (at once if one has), or when the waiting task is
+    /// cancelled, as a test's time limit does.
+    func closed(_ address: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state in
+                guard state.closed[address, default: 0] == 0, !Task.isCancelled else { return true }
+                state.waiters.append((address, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+}
+#endif

@@ -15,12 +15,13 @@ import Testing
 @Suite("Happy Eyeballs in the interceptor", .timeLimit(.minutes(2)))
 struct HappyEyeballsTests {
     static func withOrigin(
+        ipv6: Bool = true,
         answer: @escaping (NginxServer) -> (ipv4: [String], ipv6: [String]),
         configure: (inout InterceptingHTTPClient.Configuration) -> Void = { _ in },
         _ body: (NginxServer, InterceptingHTTPClient) async throws -> Void
     ) async throws {
         try await TestCertificate.with(subjectAltName: "DNS:a.test") { certificate, key in
-            try await withNginx(names: ["a.test"], certificate: certificate, key: key, ipv6: true) { origin in
+            try await withNginx(names: ["a.test"], certificate: certificate, key: key, ipv6: ipv6) { origin in
                 let (ipv4, ipv6) = answer(origin)
                 let trusted = StaticSource(["a.test": .addresses(ipv4: ipv4, ipv6: ipv6, ttl: 300)], name: "httpdns")
                 var configuration = InterceptingHTTPClient.Configuration()
@@ -77,6 +78,35 @@ struct HappyEyeballsTests {
                 #expect(posted.connectedAddress == IPAddress("::1"))
                 #expect(metrics.counterTotal(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "other")]) == 1)
             }
+        }
+    }
+
+    /// Each family black-holed in turn, with the default connect timeout (5 s) and the black-holed family first:
+    /// the first request, a POST, completes after about the attempt delay and its body arrives once, whole.
+    @Test(arguments: [AddressFamily.ipv4, .ipv6])
+    func eachFamilyBlackHoledInTurn(_ blackHoled: AddressFamily) async throws {
+        try await Self.withOrigin(
+            ipv6: blackHoled == .ipv4,
+            answer: { origin in blackHoled == .ipv4 ? ([Self.otherAddresses(besides: origin)[0]], ["::1"]) : ([origin.address], ["::1"]) },
+            configure: {
+                $0.connectTimeout = .seconds(5)
+                $0.addressOrder = blackHoled == .ipv4 ? .ipv4First : .ipv6First
+            }
+        ) { origin, client in
+            let hole = try BlackHole(address: blackHoled == .ipv4 ? Self.otherAddresses(besides: origin)[0] : "::1")
+            defer { hole.close() }
+            try hole.listen(port: origin.port)
+            let started = ContinuousClock.now
+            let posted = try await client.execute(
+                method: "POST", url: "https://a.test:\(origin.port)/echo", body: ByteBuffer(string: "once"), timeout: .seconds(30)
+            )
+            let body = String(buffer: try await posted.response.body.collect(upTo: 1 << 20))
+            let elapsed = ContinuousClock.now - started
+            #expect(body == "method=POST body=once")
+            #expect(posted.connectedAddress == (blackHoled == .ipv4 ? IPAddress("::1") : IPAddress(origin.address)))
+            // About the 250 ms attempt delay, not the 5 s connect timeout (1 s asked; the bound leaves room for a
+            // loaded machine and stays well under the timeout).
+            #expect(elapsed >= .milliseconds(240) && elapsed < .seconds(2), "took \(elapsed)")
         }
     }
 
@@ -156,16 +186,18 @@ struct HappyEyeballsTests {
 }
 
 /// A loopback address and port whose SYNs are dropped: a socket listening with a backlog of 0, and one connection
-/// made to it and never accepted, which fills the accept queue.
+/// made to it and never accepted, which fills the accept queue. IPv4 (`127.0.0.x`) or IPv6 (`::1`).
 final class BlackHole: Sendable {
     let address: String
     private let listener: Int32
     private let filler: Int32
+    private var isIPv6: Bool { address.contains(":") }
 
     init(address: String) throws {
         self.address = address
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let family = address.contains(":") ? AF_INET6 : AF_INET
+        listener = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        filler = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0, filler >= 0 else {
             let reason = String(cString: strerror(errno))
             if listener >= 0 { Glibc.close(listener) }
@@ -176,17 +208,31 @@ final class BlackHole: Sendable {
 
     /// Listens on the port and fills the queue.
     func listen(port: Int) throws {
-        var target = sockaddr_in()
-        target.sin_family = sa_family_t(AF_INET)
-        target.sin_addr.s_addr = inet_addr(address)
-        target.sin_port = UInt16(port).bigEndian
-        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        var storage = sockaddr_storage()
+        let length: socklen_t
+        if isIPv6 {
+            var target = sockaddr_in6()
+            target.sin6_family = sa_family_t(AF_INET6)
+            target.sin6_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET6, address, &target.sin6_addr) == 1 else {
+                throw PeerStartError(description: "not an IPv6 address: \(address)", retryable: false)
+            }
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: withUnsafeBytes(of: target) { $0 }) }
+        } else {
+            var target = sockaddr_in()
+            target.sin_family = sa_family_t(AF_INET)
+            target.sin_addr.s_addr = inet_addr(address)
+            target.sin_port = UInt16(port).bigEndian
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: withUnsafeBytes(of: target) { $0 }) }
+        }
+        let bound = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
         guard bound == 0, Glibc.listen(listener, 0) == 0 else {
             throw PeerStartError(description: "cannot listen on \(address):\(port): \(String(cString: strerror(errno)))", retryable: false)
         }
         // The one connection a backlog of 0 lets in: completed by the kernel, never accepted.
-        let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
+        let connected = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) } }
         guard connected == 0 else {
             throw PeerStartError(description: "cannot fill \(address):\(port): \(String(cString: strerror(errno)))", retryable: false)
         }

@@ -18,8 +18,12 @@ struct ConnectThroughResolverTests {
 
     /// nginx for a.test at `address` (a random 127.0.0.x when nil), and a TLS context that trusts its certificate
     /// (`DNS:a.test`) and checks it.
-    static func withOrigin(address: String? = nil, _ body: (NginxServer, NIOSSLContext) async throws -> Void) async throws {
-        try await TestCertificate.with(subjectAltName: "DNS:a.test") { certificate, key in
+    static func withOrigin(
+        address: String? = nil,
+        subjectAltName: String = "DNS:a.test",
+        _ body: (NginxServer, NIOSSLContext) async throws -> Void
+    ) async throws {
+        try await TestCertificate.with(subjectAltName: subjectAltName) { certificate, key in
             let origin = try await NginxServer.start(names: ["a.test"], certificate: certificate, key: key, address: address)
             do {
                 var tls = TLSConfiguration.makeClientConfiguration()
@@ -104,6 +108,35 @@ struct ConnectThroughResolverTests {
                     #expect(channel.remoteAddress?.ipAddress == origin.address)
                     try await channel.close()
                 }
+            }
+        }
+    }
+
+    /// A certificate that holds only the address connected to, not the name: NIOSSL alone accepts it (the control
+    /// below), and `CertificateNameHandler` refuses it before a byte of the request is written.
+    @Test func aCertificateForTheAddressAloneIsRefused() async throws {
+        let address = "127.0.0.\(Int.random(in: 2...254))"
+        try await Self.withOrigin(address: address, subjectAltName: "IP:\(address)") { origin, tls in
+            try await Self.withResolver(records: ["host-record=a.test,\(origin.address)"]) { resolver, _, _ in
+                // NIOSSL alone: the handshake for a.test succeeds on the IP SAN.
+                let plain = try await ClientBootstrap(group: Self.group)
+                    .resolving(with: resolver)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: "a.test"))
+                        }
+                    }
+                    .connect(host: "a.test", port: origin.port)
+                    .get()
+                let response = try await Self.get(plain)
+                #expect(response.hasPrefix("HTTP/1.1 200 "), "the control: NIOSSL accepts the address's certificate: \(response)")
+
+                // With the handler: refused, and the request never written.
+                let channel = try await connectTLS(to: "a.test", port: origin.port, resolver: resolver, tls: tls, group: Self.group)
+                let error = await #expect(throws: (any Error).self) { _ = try await Self.get(channel) }
+                let refusal = error as? CertificateNameError
+                #expect(refusal?.code == .nameNotHeld, "\(String(describing: error))")
+                #expect(refusal?.reason.contains("only addresses") == true, "\(String(describing: error))")
             }
         }
     }
