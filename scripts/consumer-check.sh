@@ -49,7 +49,8 @@ let package = Package(
 )
 MANIFEST
 start=$(date +%s)
-(cd "$work/consumer" && swift build 2>&1 | tail -n 3)
+(cd "$work/consumer" && swift build >"$work/build.log" 2>&1) || { tail -n 40 "$work/build.log"; exit 1; }
+tail -n 3 "$work/build.log"
 echo "consumer-check: built in $(($(date +%s) - start)) s (a fresh build of the products and their dependencies)"
 # Nobody builds what they do not use: the adapters' packages (Vapor, grpc-swift, swift-openapi-runtime) sit behind
 # traits this consumer does not enable, so not one of their modules may have been compiled.
