@@ -202,6 +202,23 @@ struct InterceptingClientTransportTests {
         }
     }
 
+    /// The hijack and certificate cases fail as they do for the interceptor: with the trusted source down, the local
+    /// resolver's private answer is refused by the guard; a name the certificate does not hold is a certificate
+    /// rejection, not a connection to whoever answers.
+    @Test func aLyingResolverAndAWrongCertificateFailAsForTheInterceptor() async throws {
+        try await Self.withStage { stage in
+            stage.trusted.set("shop.test", .failure(.serverUnreachable))
+            stage.liar.set("shop.test", .addresses(ipv4: [Self.deadAddress(besides: stage.origin)], ipv6: [], ttl: 300))
+            let hijack = await #expect(throws: InterceptorError.self) { try await stage.send(.get, "/", name: "shop.test") }
+            #expect(hijack?.code == .resolutionFailed, "\(String(describing: hijack))")
+            #expect(hijack?.resolutionError?.code == .rejectedByGuard, "\(String(describing: hijack))")
+
+            stage.trusted.set("c.test", .addresses(ipv4: [stage.origin.address], ipv6: [], ttl: 300))
+            let wrong = await #expect(throws: InterceptorError.self) { try await stage.send(.get, "/", name: "c.test") }
+            #expect(wrong?.code == .certificateRejected, "\(String(describing: wrong))")
+        }
+    }
+
     /// The interceptor's error comes back inside the generated client's `ClientError`, as its underlying error.
     @Test func theInterceptorsErrorIsTheClientErrorsUnderlyingError() async throws {
         try await Self.withStage { stage in

@@ -139,6 +139,29 @@ struct InterceptingVaporClientTests {
 
     /// Errors are the interceptor's: a name no source resolves, a response longer than the bound, a request past its
     /// `timeout`; a configuration that cannot be used is refused when the provider is made.
+    /// The hijack and certificate cases fail as they do for the interceptor: with the trusted source down, the local
+    /// resolver's private answer is refused by the guard; a name the certificate does not hold is a certificate
+    /// rejection.
+    @Test func aLyingResolverAndAWrongCertificateFailAsForTheInterceptor() async throws {
+        try await Self.withStage { stage in
+            try await withInterceptingHTTPClient(resolver: stage.resolver, configuration: stage.configuration) { interceptor in
+                try await Self.withApplication { app in
+                    try app.clients.use(.httpdns(interceptor))
+                    let last = Int(stage.origin.address.split(separator: ".").last!)!
+                    stage.trusted.set("shop.test", .failure(.serverUnreachable))
+                    stage.liar.set("shop.test", .addresses(ipv4: ["127.0.0.\(last == 250 ? 249 : last + 1)"], ipv6: [], ttl: 300))
+                    let hijack = await #expect(throws: InterceptorError.self) { try await app.client.get(stage.url("shop.test", "/")) }
+                    #expect(hijack?.code == .resolutionFailed, "\(String(describing: hijack))")
+                    #expect(hijack?.resolutionError?.code == .rejectedByGuard, "\(String(describing: hijack))")
+
+                    stage.trusted.set("c.test", .addresses(ipv4: [stage.origin.address], ipv6: [], ttl: 300))
+                    let wrong = await #expect(throws: InterceptorError.self) { try await app.client.get(stage.url("c.test", "/")) }
+                    #expect(wrong?.code == .certificateRejected, "\(String(describing: wrong))")
+                }
+            }
+        }
+    }
+
     @Test func errorsAreTheInterceptors() async throws {
         try await Self.withStage { stage in
             try await withInterceptingHTTPClient(resolver: stage.resolver, configuration: stage.configuration) { interceptor in
