@@ -131,12 +131,26 @@ struct ConnectThroughResolverTests {
                 let response = try await Self.get(plain)
                 #expect(response.hasPrefix("HTTP/1.1 200 "), "the control: NIOSSL accepts the address's certificate: \(response)")
 
-                // With the handler: refused, and the request never written.
-                let channel = try await connectTLS(to: "a.test", port: origin.port, resolver: resolver, tls: tls, group: Self.group)
-                let error = await #expect(throws: (any Error).self) { _ = try await Self.get(channel) }
-                let refusal = error as? CertificateNameError
-                #expect(refusal?.code == .nameNotHeld, "\(String(describing: error))")
-                #expect(refusal?.reason.contains("only addresses") == true, "\(String(describing: error))")
+                // With the handler: refused. What it fires is recorded in the pipeline (the handshake may end before
+                // the test could wrap the channel), and the connection is closed.
+                let refused = RecordFirstError()
+                let channel = try await ClientBootstrap(group: Self.group)
+                    .resolving(with: resolver)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandlers([
+                                NIOSSLClientHandler(context: tls, serverHostname: "a.test"),
+                                CertificateNameHandler(host: "a.test"),
+                                refused,
+                            ])
+                        }
+                    }
+                    .connect(host: "a.test", port: origin.port)
+                    .get()
+                try await channel.closeFuture.get()
+                let refusal = refused.error as? CertificateNameError
+                #expect(refusal?.code == .nameNotHeld, "\(String(describing: refused.error))")
+                #expect(refusal?.reason.contains("only addresses") == true, "\(String(describing: refused.error))")
             }
         }
     }
@@ -235,5 +249,16 @@ struct ConnectThroughResolverTests {
         let start = try #require(article.range(of: "```swift\n"))
         let end = try #require(article.range(of: "\n```\n", range: start.upperBound..<article.endIndex))
         #expect(article[start.upperBound..<end.lowerBound] + "\n" == example, "the article's first Swift block differs from ArticleExample.swift")
+    }
+}
+
+/// Keeps the first error fired through the pipeline (read once the channel has closed).
+final class RecordFirstError: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = NIOAny
+    private(set) var error: (any Error)?
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if self.error == nil { self.error = error }
+        context.fireErrorCaught(error)
     }
 }
