@@ -438,9 +438,9 @@ public final class InterceptingHTTPClient: Sendable {
         var failures: [String] = []
         // With one address there is nothing to choose: no race, and no warm address to keep.
         let choosing = candidates.count > 1
-        // Warm per origin (scheme, host and port): an address proven for one port says nothing of another.
-        let warmKey = "\(canonical.scheme)://\(origin):\(port)"
-        guard !origins.isShutDown else { throw InterceptorError(.shutdown, "the interceptor was shut down") }
+        // Warm per origin (scheme, host and port): an address proven for one port says nothing of another. Made only
+        // when there is a choice: a one-address answer (the common case) builds no key.
+        let warmKey = choosing ? "\(canonical.scheme)://\(origin):\(port)" : ""
         if choosing, let warm = warmAddresses.address(of: warmKey, among: candidates), let index = candidates.firstIndex(of: warm) {
             // A request succeeded there lately, so AsyncHTTPClient likely holds a connection to it: no race.
             candidates.insert(candidates.remove(at: index), at: 0)
@@ -497,6 +497,8 @@ public final class InterceptingHTTPClient: Sendable {
         logger: Logger
     ) async throws(InterceptorError) {
         guard let race, candidates.count > 1 else { return }
+        // No connections opened for an interceptor shut down (sending checks it too, when it leases a client).
+        guard !origins.isShutDown else { throw InterceptorError(.shutdown, "the interceptor was shut down") }
         let addresses = candidates
         let outcome: ConnectionRace.Outcome?
         do {
