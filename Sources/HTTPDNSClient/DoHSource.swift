@@ -92,27 +92,36 @@ public final class DoHSource: ResolutionSource {
         } catch {
             throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
         }
+        switch familyAnswer(message, from: from, host: host, type: type) {
+        case .success(let answer): return answer
+        case .failure(let error): throw .tryNext(error)
+        }
+    }
+
+    /// Reads the DNS response `message` to the query (ID 0) for `host` and `type`, from the server `from`: DoH's and
+    /// DoT's answers alike. A failure is that server's: the next may answer.
+    static func familyAnswer(_ message: DNSMessage, from: String, host: HostName, type: DNSRecordType) -> Result<FamilyAnswer<IPAddress>, ResolutionError> {
         guard message.isResponse, message.id == 0, message.questions.count == 1,
             message.questions[0].type == type, message.questions[0].recordClass == 1,
             message.questions[0].name.lowercased() == host.value
         else {
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a response that does not answer the query for \(host) \(type)"))
+            return .failure(ResolutionError(.malformedAnswer, "\(from) sent a response that does not answer the query for \(host) \(type)"))
         }
         switch message.responseCode {
         case .noError:
             break
         case .nameError:
-            return .negative(.nameNotFound, ttlSeconds: negativeTTL(message))
+            return .success(.negative(.nameNotFound, ttlSeconds: negativeTTL(message)))
         case .serverFailure:
-            throw .tryNext(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
+            return .failure(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
         case .refused:
-            throw .tryNext(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
+            return .failure(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
         default:
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) answered \(message.responseCode) for \(host)"))
+            return .failure(ResolutionError(.malformedAnswer, "\(from) answered \(message.responseCode) for \(host)"))
         }
         switch answerRecords(message.answers, host: host, type: type, negativeTTL: negativeTTL(message)) {
-        case .success(let answer): return answer
-        case .failure(let reason): throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent an answer for \(host) that \(reason)"))
+        case .success(let answer): return .success(answer)
+        case .failure(let reason): return .failure(ResolutionError(.malformedAnswer, "\(from) sent an answer for \(host) that \(reason.reason)"))
         }
     }
 

@@ -63,41 +63,10 @@ final class ServiceClient: Sendable {
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
         let connection = settings.connection
         guard !connection.servers.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one service") }
-        guard connection.budget > .zero else {
-            throw ConfigurationError(.outOfRange, key: "budget", reason: "must be a positive duration, not \(connection.budget)")
-        }
-        guard connection.attemptTimeout > .zero else {
-            throw ConfigurationError(.outOfRange, key: "attemptTimeout", reason: "must be a positive duration, not \(connection.attemptTimeout)")
-        }
-        guard connection.coolDown >= .zero, connection.maxCoolDown >= connection.coolDown else {
-            throw ConfigurationError(
-                connection.coolDown < .zero ? .outOfRange : .inconsistent,
-                key: "coolDown",
-                reason: "must be ≥ 0 and at most maxCoolDown (\(connection.maxCoolDown)), not \(connection.coolDown)"
-            )
-        }
-        guard connection.maxCoolDown <= .seconds(86_400) else {
-            throw ConfigurationError(.outOfRange, key: "maxCoolDown", reason: "must be at most a day (86,400 s), not \(connection.maxCoolDown)")
-        }
         var settings = settings
-        if let name = connection.serverName {
-            // Normalised, so the URL's host, the dnsOverride key and the SNI are one spelling.
-            guard let hostName = try? HostName(name) else { throw ConfigurationError(key: "serverName", reason: "'\(name)' is not a host name") }
-            settings.connection.serverName = hostName.value
-        }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = .tlsv12
-        if let path = connection.extraTrustRootsPEMFile {
-            do {
-                let certificates = try NIOSSLCertificate.fromPEMFile(path)
-                guard !certificates.isEmpty else { throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) holds no certificate") }
-                tls.additionalTrustRoots = [.certificates(certificates)]
-            } catch let error as ConfigurationError {
-                throw error
-            } catch {
-                throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)", cause: error)
-            }
-        }
+        try connection.validateTiming()
+        settings.connection.serverName = try connection.checkedServerName()
+        let tls = try connection.makeTLSConfiguration()
         if !connection.pins.isEmpty, let plain = settings.endpoints.first(where: { $0.scheme == .http }) {
             throw ConfigurationError(.inconsistent, key: "pin", reason: "pins need HTTPS, and \(plain) is plain HTTP")
         }

@@ -1,3 +1,6 @@
+import HTTPDNSCore
+import NIOSSL
+
 /// How a source reaches its HTTPDNS service: the addresses, TLS, and the timing of failover. Every source of this
 /// module takes one (``NativeServiceSource``, ``DoHSource``, ``JSONDNSSource``).
 public struct ServiceConnection: Sendable, Hashable {
@@ -29,5 +32,54 @@ public struct ServiceConnection: Sendable, Hashable {
         var connection = self
         connection.servers = servers.map { $0.path.isEmpty ? $0.withPath(path) : $0 }
         return connection
+    }
+}
+
+extension ServiceConnection {
+    /// The server name normalised (so that the URL's host, the `dnsOverride` key and the SNI are one spelling), or nil.
+    /// - Throws: `ConfigurationError` (key `serverName`) when it is not a host name.
+    func checkedServerName() throws(ConfigurationError) -> String? {
+        guard let name = serverName else { return nil }
+        guard let hostName = try? HostName(name) else { throw ConfigurationError(key: "serverName", reason: "'\(name)' is not a host name") }
+        return hostName.value
+    }
+
+    /// - Throws: `ConfigurationError` naming the budget, attempt timeout or cool-down that cannot work.
+    func validateTiming() throws(ConfigurationError) {
+        guard budget > .zero else {
+            throw ConfigurationError(.outOfRange, key: "budget", reason: "must be a positive duration, not \(budget)")
+        }
+        guard attemptTimeout > .zero else {
+            throw ConfigurationError(.outOfRange, key: "attemptTimeout", reason: "must be a positive duration, not \(attemptTimeout)")
+        }
+        guard coolDown >= .zero, maxCoolDown >= coolDown else {
+            throw ConfigurationError(
+                coolDown < .zero ? .outOfRange : .inconsistent,
+                key: "coolDown",
+                reason: "must be ≥ 0 and at most maxCoolDown (\(maxCoolDown)), not \(coolDown)"
+            )
+        }
+        guard maxCoolDown <= .seconds(86_400) else {
+            throw ConfigurationError(.outOfRange, key: "maxCoolDown", reason: "must be at most a day (86,400 s), not \(maxCoolDown)")
+        }
+    }
+
+    /// TLS 1.2 or later, the certificate verified in full against the system's roots and ``extraTrustRootsPEMFile``'s.
+    /// - Throws: `ConfigurationError` (key `cacert`) when the file cannot be read or holds no certificate.
+    func makeTLSConfiguration() throws(ConfigurationError) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let path = extraTrustRootsPEMFile {
+            do {
+                let certificates = try NIOSSLCertificate.fromPEMFile(path)
+                guard !certificates.isEmpty else { throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) holds no certificate") }
+                tls.additionalTrustRoots = [.certificates(certificates)]
+            } catch let error as ConfigurationError {
+                throw error
+            } catch {
+                throw ConfigurationError(.unreadable, key: "cacert", reason: "\(path) is not a PEM certificate file: \(error)", cause: error)
+            }
+        }
+        return tls
     }
 }

@@ -1,0 +1,407 @@
+import HTTPDNSCore
+import HTTPDNSNetworking
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+
+/// What can go wrong on a DoT connection besides TLS itself; the source turns each into a `ResolutionError`.
+enum DoTTransportError: Error, CustomStringConvertible {
+    /// The connection closed with the query unanswered. `reused` says whether the query went out on a connection that
+    /// had already answered others (which a server may close as idle at any moment, RFC 7766 §6.2.3).
+    case closed(reused: Bool)
+    /// The query was still unanswered when its deadline came.
+    case timedOut
+    /// More queries were waiting for the connection than it holds; the query was never sent.
+    case overloaded(limit: Int)
+    /// The server sent a frame that is not a DNS message.
+    case malformedFrame(String)
+    /// The connection closed during the TLS handshake: the peer is not a DoT server, or went away.
+    case closedDuringHandshake
+
+    var description: String {
+        switch self {
+        case .closed: "the connection closed before the answer came"
+        case .timedOut: "no answer came in time"
+        case .overloaded(let limit): "\(limit) queries are waiting for the connection already"
+        case .malformedFrame(let reason): "the server sent a frame that is not a DNS message: \(reason)"
+        case .closedDuringHandshake: "the connection closed during the TLS handshake"
+        }
+    }
+}
+
+/// The certificate of a DoT server failed one of our own checks, after NIOSSL's verification passed.
+struct DoTCertificateMismatch: CertificateRejectionError {
+    let description: String
+}
+
+/// One TLS connection to a DNS-over-TLS server (RFC 7858): queries framed by a two-byte length (RFC 1035 §4.2.2),
+/// many in flight at once and matched to their answers by ID in whatever order the server answers (RFC 7766 §6.2.1.1),
+/// a bounded number waiting beyond those, and a close when it has been idle for a while.
+///
+/// Made by ``connect(to:settings:eventLoopGroup:deadline:)``, whose future succeeds only once TLS is up and the
+/// certificate passed every check: NIOSSL's verification (the chain, and the server name, or without one the address),
+/// then, with a server name, that the certificate holds the name as a DNS name (NIOSSL also accepts a certificate whose
+/// IP SAN is the address connected to, whatever name was asked), and the SPKI pins when there are any.
+final class DoTConnection: Sendable {
+    /// What every connection to a source's servers shares.
+    struct Settings: Sendable {
+        let tls: NIOSSLContext
+        /// The name the certificate must hold and the SNI; nil: the certificate must hold the address.
+        let serverName: String?
+        let pins: Set<SPKIPin>
+        /// Queries sent and unanswered at once; more wait.
+        let maxInFlight: Int
+        /// Queries waiting beyond those; more fail at once.
+        let maxWaiting: Int
+        let idleTimeout: TimeAmount
+    }
+
+    let channel: any Channel
+    private let handler: NIOLoopBound<DoTQueryHandler>
+
+    private init(channel: any Channel, handler: DoTQueryHandler) {
+        self.channel = channel
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    }
+
+    /// Whether queries can still go out on the connection.
+    var isActive: Bool { channel.isActive }
+
+    /// Connects to `endpoint`, TLS and every certificate check included, by `deadline`.
+    static func connect(
+        to endpoint: DoTEndpoint,
+        settings: Settings,
+        eventLoopGroup: any EventLoopGroup,
+        deadline: NIODeadline
+    ) -> EventLoopFuture<DoTConnection> {
+        let eventLoop = eventLoopGroup.next()
+        let address: SocketAddress
+        do {
+            address = try SocketAddress(ipAddress: "\(endpoint.address)", port: endpoint.port)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        let ready = eventLoop.makePromise(of: Void.self)
+        let timeout = max(TimeAmount.nanoseconds(1), deadline - .now())
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: settings.tls, serverHostname: settings.serverName)
+                    let handler = DoTQueryHandler(settings: settings, ready: ready)
+                    try channel.pipeline.syncOperations.addHandlers([
+                        tls, ByteToMessageHandler(DNSLengthPrefixDecoder()), handler,
+                    ])
+                }
+            }
+        // The outcome is decided once, on the event loop: connected and checked, failed, or out of time (the
+        // handshake too is bounded by the deadline), whichever comes first.
+        let result = eventLoop.makePromise(of: DoTConnection.self)
+        let state = NIOLoopBoundBox.makeBoxSendingValue((done: false, channel: (any Channel)?.none), eventLoop: eventLoop)
+        let finish: @Sendable (Result<DoTConnection, any Error>) -> Void = { outcome in
+            guard !state.value.done else {
+                if case .success(let connection) = outcome { connection.close() }
+                return
+            }
+            state.value.done = true
+            if case .failure = outcome { state.value.channel?.close(promise: nil) }
+            result.completeWith(outcome)
+        }
+        let timer = eventLoop.scheduleTask(deadline: deadline) { finish(.failure(DoTTransportError.timedOut)) }
+        bootstrap.connect(to: address).whenComplete { connected in
+            switch connected {
+            case .failure(let error):
+                // No channel, so no handler to complete it: a promise left pending is a leak NIO stops on.
+                ready.fail(error)
+                finish(.failure(error))
+            case .success(let channel):
+                state.value.channel = channel
+                if state.value.done { channel.close(promise: nil) }
+                ready.futureResult.whenComplete { checked in
+                    finish(
+                        checked.flatMap {
+                            Result { DoTConnection(channel: channel, handler: try channel.pipeline.syncOperations.handler(type: DoTQueryHandler.self)) }
+                        }
+                    )
+                }
+            }
+        }
+        return result.futureResult.always { _ in timer.cancel() }
+    }
+
+    /// Sends `query` (a whole DNS message) and returns the answer, whose ID is `query`'s own (the connection gives each
+    /// query an ID of its own on the wire).
+    func send(_ query: [UInt8], deadline: NIODeadline) -> EventLoopFuture<[UInt8]> {
+        let promise = channel.eventLoop.makePromise(of: [UInt8].self)
+        if channel.eventLoop.inEventLoop {
+            handler.value.submit(query, deadline: deadline, promise: promise)
+        } else {
+            channel.eventLoop.execute { [handler] in handler.value.submit(query, deadline: deadline, promise: promise) }
+        }
+        return promise.futureResult
+    }
+
+    /// Closes the connection; unanswered queries fail.
+    func close() {
+        channel.close(promise: nil)
+    }
+}
+
+/// Splits the stream into DNS messages: a two-byte length, then that many bytes (RFC 1035 §4.2.2).
+struct DNSLengthPrefixDecoder: ByteToMessageDecoder {
+    typealias InboundOut = ByteBuffer
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self),
+            buffer.readableBytes >= 2 + Int(length)
+        else { return .needMoreData }
+        buffer.moveReaderIndex(forwardBy: 2)
+        context.fireChannelRead(NIOAny(buffer.readSlice(length: Int(length))!))
+        return .continue
+    }
+}
+
+/// The queries of one DoT connection, on its event loop: IDs, the in-flight and waiting queues, each query's
+/// deadline, the certificate checks after the handshake, and the idle close.
+final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private struct Query {
+        /// The ID the caller gave the query, put back into its answer.
+        let callerID: UInt16
+        let promise: EventLoopPromise<[UInt8]>
+        let timeout: Scheduled<Void>?
+        /// Whether it went out on a connection that had answered before.
+        let reused: Bool
+    }
+
+    private struct Waiting {
+        let serial: UInt64
+        let query: [UInt8]
+        let promise: EventLoopPromise<[UInt8]>
+        let deadline: NIODeadline
+        var timeout: Scheduled<Void>?
+    }
+
+    private let settings: DoTConnection.Settings
+    private var ready: EventLoopPromise<Void>?
+    private var context: ChannelHandlerContext?
+    private var inFlight: [UInt16: Query] = [:]
+    private var waiting = CircularBuffer<Waiting>()
+    private var nextSerial: UInt64 = 0
+    private var nextID = UInt16.random(in: .min ... .max)
+    private var answered = 0
+    private var idleClose: Scheduled<Void>?
+    private var flushScheduled = false
+    private var closed = false
+
+    init(settings: DoTConnection.Settings, ready: EventLoopPromise<Void>) {
+        self.settings = settings
+        self.ready = ready
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted = tls, let ready {
+            self.ready = nil
+            do {
+                try checkCertificate(context: context)
+                ready.succeed()
+                scheduleIdleClose()
+            } catch {
+                ready.fail(error)
+                context.close(promise: nil)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// What NIOSSL does not check: with a server name, that the certificate holds it as a DNS name; the pins.
+    private func checkCertificate(context: ChannelHandlerContext) throws {
+        guard settings.serverName != nil || !settings.pins.isEmpty else { return }
+        let tls = try context.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
+        guard let certificate = tls.peerCertificate else { throw DoTCertificateMismatch(description: "the server presented no certificate") }
+        if let name = settings.serverName {
+            switch PeerCertificateName.check(certificate, holds: name) {
+            case .holds: break
+            case .doesNotHold(let names):
+                throw DoTCertificateMismatch(
+                    description: "it does not hold \(name) as a DNS name (only \(names.isEmpty ? "addresses" : names.joined(separator: ", ")))"
+                )
+            }
+        }
+        if !settings.pins.isEmpty {
+            let presented: SPKIPin
+            do {
+                presented = try SPKIPin(of: certificate)
+            } catch {
+                throw DoTCertificateMismatch(description: "its public key could not be read: \(error)")
+            }
+            guard settings.pins.contains(presented) else { throw SPKIPinMismatch(presented: presented.description) }
+        }
+    }
+
+    func submit(_ query: [UInt8], deadline: NIODeadline, promise: EventLoopPromise<[UInt8]>) {
+        guard !closed, let context, context.channel.isActive else {
+            promise.fail(DoTTransportError.closed(reused: answered > 0))
+            return
+        }
+        guard query.count >= 12, query.count <= Int(UInt16.max) else {
+            promise.fail(DoTTransportError.malformedFrame("a query of \(query.count) bytes"))
+            return
+        }
+        idleClose?.cancel()
+        idleClose = nil
+        if inFlight.count < settings.maxInFlight {
+            write(query, deadline: deadline, promise: promise, context: context)
+            return
+        }
+        guard waiting.count < settings.maxWaiting else {
+            promise.fail(DoTTransportError.overloaded(limit: settings.maxWaiting))
+            return
+        }
+        let serial = nextSerial
+        nextSerial += 1
+        var entry = Waiting(serial: serial, query: query, promise: promise, deadline: deadline)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        entry.timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.waitingTimedOut(serial) }
+        waiting.append(entry)
+    }
+
+    private func waitingTimedOut(_ serial: UInt64) {
+        guard let index = waiting.firstIndex(where: { $0.serial == serial }) else { return }
+        waiting.remove(at: index).promise.fail(DoTTransportError.timedOut)
+        scheduleIdleClose()
+    }
+
+    private func inFlightTimedOut(_ id: UInt16) {
+        guard let query = inFlight.removeValue(forKey: id) else { return }
+        query.promise.fail(DoTTransportError.timedOut)
+        sendWaiting()
+        scheduleIdleClose()
+    }
+
+    private func write(_ query: [UInt8], deadline: NIODeadline, promise: EventLoopPromise<[UInt8]>, context: ChannelHandlerContext) {
+        var free = nextID
+        while inFlight[free] != nil { free &+= 1 }
+        let id = free
+        nextID = id &+ 1
+        let callerID = UInt16(query[0]) << 8 | UInt16(query[1])
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.inFlightTimedOut(id) }
+        inFlight[id] = Query(callerID: callerID, promise: promise, timeout: timeout, reused: answered > 0)
+        var buffer = context.channel.allocator.buffer(capacity: 2 + query.count)
+        buffer.writeInteger(UInt16(query.count))
+        buffer.writeInteger(id)
+        buffer.writeBytes(query[2...])
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        // One flush for every query written in this tick of the event loop: a burst goes out in one write.
+        if !flushScheduled {
+            flushScheduled = true
+            context.eventLoop.execute {
+                let handler = bound.value
+                handler.flushScheduled = false
+                handler.context?.flush()
+            }
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var frame = unwrapInboundIn(data)
+        guard frame.readableBytes >= 12, let id = frame.getInteger(at: frame.readerIndex, as: UInt16.self) else {
+            failAll(DoTTransportError.malformedFrame("\(frame.readableBytes) bytes, shorter than a DNS header"))
+            context.close(promise: nil)
+            return
+        }
+        // An answer to a query that has timed out already is dropped.
+        guard let query = inFlight.removeValue(forKey: id) else { return }
+        query.timeout?.cancel()
+        answered += 1
+        var answer = frame.readBytes(length: frame.readableBytes)!
+        answer[0] = UInt8(query.callerID >> 8)
+        answer[1] = UInt8(query.callerID & 0xFF)
+        query.promise.succeed(answer)
+        sendWaiting()
+        scheduleIdleClose()
+    }
+
+    /// Sends waiting queries while there is room in flight.
+    private func sendWaiting() {
+        guard let context, !closed else { return }
+        while inFlight.count < settings.maxInFlight, let next = waiting.popFirst() {
+            next.timeout?.cancel()
+            write(next.query, deadline: next.deadline, promise: next.promise, context: context)
+        }
+    }
+
+    /// With nothing in flight, the connection closes after the idle timeout.
+    private func scheduleIdleClose() {
+        guard inFlight.isEmpty, waiting.isEmpty, idleClose == nil, !closed, let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleClose = context.eventLoop.scheduleTask(in: settings.idleTimeout) {
+            let handler = bound.value
+            handler.idleClose = nil
+            guard handler.inFlight.isEmpty, handler.waiting.isEmpty else { return }
+            handler.context?.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let ready {
+            self.ready = nil
+            ready.fail(error)
+        }
+        failAll(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let ready {
+            self.ready = nil
+            ready.fail(DoTTransportError.closedDuringHandshake)
+        }
+        closed = true
+        idleClose?.cancel()
+        idleClose = nil
+        for query in inFlight.values {
+            query.timeout?.cancel()
+            query.promise.fail(DoTTransportError.closed(reused: query.reused))
+        }
+        inFlight = [:]
+        failWaiting(DoTTransportError.closed(reused: answered > 0))
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // The pipeline is torn down: nothing may be left waiting on a promise no one will complete.
+        closed = true
+        if let ready {
+            self.ready = nil
+            ready.fail(DoTTransportError.closedDuringHandshake)
+        }
+        failAll(DoTTransportError.closed(reused: answered > 0))
+        self.context = nil
+    }
+
+    private func failAll(_ error: any Error) {
+        for query in inFlight.values {
+            query.timeout?.cancel()
+            query.promise.fail(error)
+        }
+        inFlight = [:]
+        failWaiting(error)
+    }
+
+    private func failWaiting(_ error: any Error) {
+        while let next = waiting.popFirst() {
+            next.timeout?.cancel()
+            next.promise.fail(error)
+        }
+    }
+}

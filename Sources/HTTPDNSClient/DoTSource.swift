@@ -1,0 +1,411 @@
+import HTTPDNSCore
+import HTTPDNSNetworking
+import HTTPDNSSynchronization
+import HTTPDNSWire
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Resolves through DNS over TLS (RFC 7858) to resolvers addressed by IP: `tls://IP[:PORT]`, port 853 by default.
+///
+/// **Connections.** One kept-alive TLS connection per server, opened at the first query and closed after
+/// ``Configuration-swift.struct/idleTimeout`` without one. Queries are pipelined on it (RFC 7766): many in flight at
+/// once, each with an ID of the connection's own, their answers matched by ID in whatever order they come; a burst
+/// goes out in one write. Up to ``Configuration-swift.struct/maxQueriesInFlight`` are in flight per connection, up to
+/// ``Configuration-swift.struct/maxQueriesWaiting`` more wait for room, and more still fail at once
+/// (`tooManyPendingQueries`). A server may close a connection it has found idle
+/// at any time (RFC 7766 §6.2.3): a query that was sent on a connection that had already answered and is lost to such a
+/// close is sent once more on a new connection.
+///
+/// **Trust.** The certificate is always verified: its chain against the system's roots and
+/// ``Configuration-swift.struct/extraTrustRootsPEMFile``; with a ``Configuration-swift.struct/serverName``, that name
+/// is the SNI and the certificate must hold it **as a DNS name** (a certificate valid for the address alone, through an
+/// IP SAN, is refused); without one, the certificate must hold the address. With SPKI pins, its public key must be
+/// one of them as well. A certificate that fails is a `certificateRejected` error naming the server; nothing falls back
+/// to plaintext.
+///
+/// **Failover** as for the HTTPS sources: servers in order of health, each given its attempt timeout, a failed one
+/// cooling down, all within the lookup's budget.
+///
+/// **Answers** are checked as a resolver's are: a response (QR set) to the question asked, addresses only from records
+/// owned by the name or by the CNAME chain from it. NXDOMAIN and NODATA are answers, with the SOA's negative TTL
+/// (RFC 2308); SERVFAIL and REFUSED are that server's failure, and the next is asked.
+///
+/// As a `MessageRelaying`, it sends any DNS message as it is (the service's upstream for the types it relays).
+///
+/// Call ``shutdown()`` when done: it closes the connections.
+public final class DoTSource: ResolutionSource, MessageRelaying {
+    public struct Configuration: Sendable, Hashable {
+        /// The resolvers, `tls://IP[:PORT]` each; tried in order of health.
+        public var servers: [DoTEndpoint]
+        /// The name the resolvers' certificate must hold as a DNS name, and the SNI. Default none: the certificate
+        /// must then hold an IP SAN for each address.
+        public var serverName: String?
+        /// A PEM file of certificates to trust besides the system's (a private CA). Default none.
+        public var extraTrustRootsPEMFile: String?
+        /// SPKI SHA-256 pins: when any are given, the resolver's public key must be one of them, besides the
+        /// certificate verifying as usual. Default none.
+        public var pins: [SPKIPin] = []
+        /// How long one lookup may take, over every server tried. Default 2,000 ms.
+        public var budget: Duration = .milliseconds(2000)
+        /// How long one server is given, connecting and TLS included. Default 1,000 ms.
+        public var attemptTimeout: Duration = .milliseconds(1000)
+        /// How long a failed server is left alone, doubled for each failure in a row. Default 1,000 ms.
+        public var coolDown: Duration = .milliseconds(1000)
+        /// The longest cool-down, at most a day. Default 60 s.
+        public var maxCoolDown: Duration = .seconds(60)
+        /// How long a connection with no query in flight stays open. Default 30 s.
+        public var idleTimeout: Duration = .seconds(30)
+        /// Queries in flight at once on one connection; more wait for room. Default 128.
+        public var maxQueriesInFlight = 128
+        /// Queries waiting for room on one connection; more fail at once with `tooManyPendingQueries`. Default 1,024.
+        public var maxQueriesWaiting = 1024
+        /// The name in stats, logs and metric dimensions. Default `dot`.
+        public var name = "dot"
+
+        public init(servers: [DoTEndpoint]) {
+            self.servers = servers
+        }
+
+        /// The settings shared with the HTTPS sources, checked by the same rules.
+        var connection: ServiceConnection {
+            var connection = ServiceConnection(servers: [])
+            connection.serverName = serverName
+            connection.extraTrustRootsPEMFile = extraTrustRootsPEMFile
+            connection.pins = pins
+            connection.budget = budget
+            connection.attemptTimeout = attemptTimeout
+            connection.coolDown = coolDown
+            connection.maxCoolDown = maxCoolDown
+            return connection
+        }
+
+        /// - Throws: `ConfigurationError` naming the setting that cannot work (the trust file is read when the
+        ///   source is made).
+        public func validate() throws(ConfigurationError) {
+            guard !servers.isEmpty else { throw ConfigurationError(key: "servers", reason: "must name at least one DNS-over-TLS server") }
+            try connection.validateTiming()
+            _ = try connection.checkedServerName()
+            guard idleTimeout > .zero else {
+                throw ConfigurationError(.outOfRange, key: "idleTimeout", reason: "must be a positive duration, not \(idleTimeout)")
+            }
+            guard (1...65_535).contains(maxQueriesInFlight) else {
+                throw ConfigurationError(.outOfRange, key: "maxQueriesInFlight", reason: "must be 1 to 65,535, not \(maxQueriesInFlight)")
+            }
+            guard (0...1_000_000).contains(maxQueriesWaiting) else {
+                throw ConfigurationError(.outOfRange, key: "maxQueriesWaiting", reason: "must be 0 to 1,000,000, not \(maxQueriesWaiting)")
+            }
+            guard !name.isEmpty else { throw ConfigurationError(key: "name", reason: "must not be empty") }
+        }
+    }
+
+    public let configuration: Configuration
+    public var name: String { configuration.name }
+    public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
+
+    private enum Slot {
+        case idle
+        case connecting(EventLoopFuture<DoTConnection>)
+        case open(DoTConnection)
+    }
+
+    private struct State {
+        var slots: [Slot]
+        var shutDown = false
+        /// Connections begun, for tests and metrics.
+        var opened = 0
+    }
+
+    private let settings: DoTConnection.Settings
+    private let eventLoopGroup: any EventLoopGroup
+    private let failover: AddressFailover
+    private let state: Mutex<State>
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - configuration: the servers, trust and timing.
+    ///   - eventLoopGroup: where the connections run. Default NIO's shared group.
+    ///   - clock: the clock of the servers' cool-downs.
+    ///   - logger: for failures of servers.
+    /// - Throws: `ConfigurationError` naming a setting that cannot work.
+    public init(
+        configuration: Configuration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        clock: any MonotonicClock = SystemMonotonicClock(),
+        logger: Logger = Logger(label: "httpdns.client")
+    ) throws(ConfigurationError) {
+        try configuration.validate()
+        var configuration = configuration
+        configuration.serverName = try configuration.connection.checkedServerName()
+        let tls = try configuration.connection.makeTLSConfiguration()
+        let context: NIOSSLContext
+        do {
+            context = try NIOSSLContext(configuration: tls)
+        } catch {
+            throw ConfigurationError(.unreadable, key: "cacert", reason: "TLS could not be set up with these trust roots: \(error)", cause: error)
+        }
+        self.configuration = configuration
+        self.eventLoopGroup = eventLoopGroup
+        self.logger = logger
+        settings = DoTConnection.Settings(
+            tls: context,
+            serverName: configuration.serverName,
+            pins: Set(configuration.pins),
+            maxInFlight: configuration.maxQueriesInFlight,
+            maxWaiting: configuration.maxQueriesWaiting,
+            idleTimeout: .nanoseconds(configuration.idleTimeout.clampedNanoseconds)
+        )
+        failover = AddressFailover(
+            count: configuration.servers.count,
+            timing: configuration.connection,
+            sourceName: configuration.name,
+            clock: clock,
+            logger: logger
+        )
+        state = Mutex(State(slots: Array(repeating: .idle, count: configuration.servers.count)))
+    }
+
+    public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
+        // One query per family, both at once, on the same connection.
+        async let ipv4: FamilyAnswer<IPv4Address>? = families.contains(.ipv4) ? lookUp(host, .ipv4).map { $0.compactMap(\.v4) } : nil
+        async let ipv6: FamilyAnswer<IPv6Address>? = families.contains(.ipv6) ? lookUp(host, .ipv6).map { $0.compactMap(\.v6) } : nil
+        return SourceAnswer(ipv4: try await ipv4, ipv6: try await ipv6)
+    }
+
+    private func lookUp(_ host: HostName, _ family: AddressFamily) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
+        let type = DNSRecordType(rawValue: family.recordType)
+        let query = DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: host.value, type: type)])
+        let bytes: [UInt8]
+        do {
+            bytes = try query.encoded()
+        } catch {
+            throw ResolutionError(.internalError, "the query for \(host) could not be encoded: \(error)", cause: error)
+        }
+        return try await exchange(bytes, subject: "\(host)") { answer, server throws(AddressFailover.AttemptFailure) in
+            try Self.familyAnswer(answer, from: server, host: host, type: type)
+        }
+    }
+
+    /// Sends `query`, a DNS message of any type, as it is, and returns the answer as the server sent it (with
+    /// `query`'s ID): every section kept. NXDOMAIN and NODATA are answers like any other; SERVFAIL and REFUSED are
+    /// too when no other server is left to ask.
+    /// - Throws: ``ResolutionError``: `badName` for a query shorter than a DNS header or longer than 65,535 bytes,
+    ///   else as for a lookup.
+    public func send(_ query: [UInt8]) async throws -> [UInt8] {
+        guard query.count >= 12, query.count <= DNSMessage.maxSize else {
+            throw ResolutionError(.badName, "a DNS query of \(query.count) bytes cannot be sent: it must be 12 to 65,535 bytes")
+        }
+        let servers = configuration.servers.count
+        var tried = 0
+        return try await exchange(query, subject: "a query of \(query.count) bytes") { answer, server throws(AddressFailover.AttemptFailure) in
+            tried += 1
+            guard answer.count >= 4 else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(server) sent an answer shorter than a DNS header"))
+            }
+            let code = answer[3] & 0x0F
+            // SERVFAIL or REFUSED: the next server may answer, while there is one.
+            if code == 2 || code == 5, tried < servers {
+                throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(server) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
+            }
+            return answer
+        }
+    }
+
+    /// Sends `query` to the servers in order of health until `accept` takes an answer.
+    private func exchange<Result: Sendable>(
+        _ query: [UInt8],
+        subject: String,
+        _ accept: ([UInt8], DoTEndpoint) throws(AddressFailover.AttemptFailure) -> Result
+    ) async throws(ResolutionError) -> Result {
+        let servers = configuration.servers
+        return try await failover.run(subject: subject, describe: { servers[$0].description }) { index, deadline in
+            let server = servers[index]
+            let answer: [UInt8]
+            do {
+                answer = try await self.send(query, to: index, deadline: deadline)
+            } catch let error as ResolutionError {
+                return .failure(error.code == .timeout && Task.isCancelled ? .final(error) : .tryNext(error))
+            } catch {
+                return .failure(.tryNext(ResolutionError(.internalError, "\(server): \(error)", cause: error)))
+            }
+            do throws(AddressFailover.AttemptFailure) {
+                return .success(try accept(answer, server))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// One server's exchange: on its open connection, or a new one; once more on a new connection when a reused one
+    /// closed before answering (a server closing it as idle).
+    private func send(_ query: [UInt8], to index: Int, deadline: NIODeadline) async throws -> [UInt8] {
+        let server = configuration.servers[index]
+        for attempt in 1...2 {
+            let connection = try await connection(to: index, deadline: deadline)
+            do {
+                return try await connection.send(query, deadline: deadline).get()
+            } catch DoTTransportError.closed(reused: true) where attempt == 1 {
+                forget(connection, at: index)
+                continue
+            } catch {
+                if !connection.isActive { forget(connection, at: index) }
+                throw describe(error, server: server)
+            }
+        }
+        throw ResolutionError(.serverUnreachable, "\(server) closed the connection twice before answering")
+    }
+
+    /// The server's open connection, or a new one, waited for by at most `deadline`.
+    private func connection(to index: Int, deadline: NIODeadline) async throws(ResolutionError) -> DoTConnection {
+        let server = configuration.servers[index]
+        let (pending, isNew): (EventLoopFuture<DoTConnection>?, Bool) = state.withLock { state in
+            guard !state.shutDown else { return (nil, false) }
+            switch state.slots[index] {
+            case .open(let connection) where connection.isActive:
+                return (connection.channel.eventLoop.makeSucceededFuture(connection), false)
+            case .connecting(let future):
+                return (future, false)
+            case .idle, .open:
+                let future = DoTConnection.connect(to: server, settings: settings, eventLoopGroup: eventLoopGroup, deadline: deadline)
+                state.slots[index] = .connecting(future)
+                state.opened += 1
+                return (future, true)
+            }
+        }
+        // Outside the lock: on an event loop, a future already complete runs the callback at once.
+        if isNew, let pending {
+            pending.whenComplete { [weak self] result in self?.connected(result, at: index, future: pending) }
+        }
+        guard let pending else { throw ResolutionError(.shutdown, "the \(name) source was shut down") }
+        do {
+            // A connection another query started may outlive this one's deadline: wait no longer than it.
+            guard let connection = try await withDeadline(deadline, { try await pending.get() }) else {
+                throw DoTTransportError.timedOut
+            }
+            return connection
+        } catch {
+            throw describe(error, server: server, connecting: true)
+        }
+    }
+
+    /// How many connections were begun.
+    var connectionsOpened: Int { state.withLock { $0.opened } }
+
+    /// The open connection to the server at `index`, if any.
+    func openConnection(at index: Int) -> DoTConnection? {
+        state.withLock { state in
+            if case .open(let connection) = state.slots[index] { return connection }
+            return nil
+        }
+    }
+
+    private func connected(_ result: Result<DoTConnection, any Error>, at index: Int, future: EventLoopFuture<DoTConnection>) {
+        let orphan: DoTConnection? = state.withLock { state in
+            guard case .connecting(let current) = state.slots[index], current === future else {
+                if case .success(let connection) = result { return connection }
+                return nil
+            }
+            switch result {
+            case .success(let connection):
+                if state.shutDown { return connection }
+                state.slots[index] = .open(connection)
+            case .failure:
+                state.slots[index] = .idle
+            }
+            return nil
+        }
+        // Made after a shutdown or a network change: not used.
+        orphan?.close()
+    }
+
+    private func forget(_ connection: DoTConnection, at index: Int) {
+        state.withLock { state in
+            if case .open(let current) = state.slots[index], current === connection { state.slots[index] = .idle }
+        }
+        connection.close()
+    }
+
+    /// An error of NIO, TLS or the transport, as what it says about the server.
+    private func describe(_ error: any Error, server: DoTEndpoint, connecting: Bool = false) -> ResolutionError {
+        if let error = error as? ResolutionError { return error }
+        if let reason = CertificateRejection.reason(error) {
+            let name = configuration.serverName.map { "for \($0) " } ?? ""
+            return ResolutionError(.certificateRejected, "the TLS certificate of \(server) \(name)was not accepted: \(reason)", cause: error)
+        }
+        if let transport = error as? DoTTransportError {
+            switch transport {
+            case .timedOut:
+                return ResolutionError(.timeout, "\(server) did not \(connecting ? "connect" : "answer") in time", cause: error)
+            case .overloaded:
+                return ResolutionError(.tooManyPendingQueries, "\(server): \(transport)", cause: error)
+            case .malformedFrame:
+                return ResolutionError(.malformedAnswer, "\(server): \(transport)", cause: error)
+            case .closed, .closedDuringHandshake:
+                return ResolutionError(.serverUnreachable, "\(server): \(transport)", cause: error)
+            }
+        }
+        if error is CancellationError { return ResolutionError(.timeout, "the query to \(server) was cancelled", cause: error) }
+        if case .connectTimeout = error as? ChannelError {
+            return ResolutionError(.timeout, "\(server) did not connect in time", cause: error)
+        }
+        return ResolutionError(.serverUnreachable, "\(server) could not be reached: \(error)", cause: error)
+    }
+
+    /// Reads a server's answer to the query for `host` and `type`.
+    static func familyAnswer(_ bytes: [UInt8], from server: DoTEndpoint, host: HostName, type: DNSRecordType) throws(AddressFailover.AttemptFailure)
+        -> FamilyAnswer<IPAddress>
+    {
+        let message: DNSMessage
+        do {
+            message = try DNSMessage(parsing: bytes)
+        } catch {
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(server) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
+        }
+        switch DoHSource.familyAnswer(message, from: "\(server)", host: host, type: type) {
+        case .success(let answer): return answer
+        case .failure(let error): throw .tryNext(error)
+        }
+    }
+
+    /// Counts every server healthy again and closes the connections: the next queries open new ones, from the new
+    /// network.
+    public func networkChanged() async {
+        failover.reset()
+        let old = state.withLock { state in
+            defer { state.slots = state.slots.map { _ in .idle } }
+            return state.slots
+        }
+        close(old)
+    }
+
+    /// Closes the connections. Queries after it fail with `shutdown`.
+    public func shutdown() async {
+        let old = state.withLock { state in
+            state.shutDown = true
+            defer { state.slots = state.slots.map { _ in .idle } }
+            return state.slots
+        }
+        close(old)
+        // Every connection's close has run once its channel's close future completes.
+        for slot in old {
+            if case .open(let connection) = slot { try? await connection.channel.closeFuture.get() }
+        }
+    }
+
+    private func close(_ slots: [Slot]) {
+        for slot in slots {
+            switch slot {
+            case .open(let connection): connection.close()
+            case .connecting(let future): future.whenSuccess { $0.close() }
+            case .idle: break
+            }
+        }
+    }
+
+    // Dropped without shutdown(): the connections are closed all the same.
+    deinit {
+        close(state.withLock { $0.slots })
+    }
+}

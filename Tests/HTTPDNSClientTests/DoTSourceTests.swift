@@ -1,0 +1,286 @@
+import Foundation
+import HTTPDNSCore
+import HTTPDNSTesting
+import HTTPDNSWire
+import NIOSSL
+import Testing
+
+@testable import HTTPDNSClient
+
+/// `DoTSource` against unbound serving DNS over TLS on 127.0.0.x with a certificate made at test time. `kdig +tls`
+/// checks the unbound side of the fixture first, so a failure here is ours, not the fixture's.
+@Suite("DNS over TLS against unbound", .timeLimit(.minutes(2)))
+struct DoTSourceTests {
+    static let zone = [
+        #"local-zone: "dot.test." static"#,
+        #"local-data: "dot.test. 300 IN SOA ns.dot.test. hostmaster.dot.test. 1 3600 600 86400 60""#,
+        #"local-data: "a.dot.test. 300 IN A 192.0.2.1""#,
+        #"local-data: "a.dot.test. 300 IN AAAA 2001:db8::1""#,
+        #"local-data: "v4.dot.test. 120 IN A 192.0.2.4""#,
+        #"local-data: "dot.test. 300 IN MX 10 mail.dot.test.""#,
+    ] + (0..<200).map { #"local-data: "n\#($0).dot.test. 300 IN A 198.51.100.\#($0 % 250 + 1)""# }
+
+    /// unbound with DoT, its certificate for `subjectAltName`; `body` gets it, the certificate's path and its DoT
+    /// endpoint. `extraLines` go into unbound's server section.
+    static func withDoT(
+        subjectAltName: String = "DNS:dot.test",
+        extraLines: [String] = [],
+        _ body: (UnboundServer, String, DoTEndpoint) async throws -> Void
+    ) async throws {
+        try await TestCertificate.with(subjectAltName: subjectAltName) { certificate, key in
+            try await withUnbound(lines: zone + extraLines, tls: .init(certificate: certificate, key: key)) { unbound in
+                let endpoint = try DoTEndpoint(address: unbound.address.ip, port: unbound.tlsPort!)
+                try await body(unbound, certificate, endpoint)
+            }
+        }
+    }
+
+    static func configuration(_ servers: [DoTEndpoint], certificate: String, serverName: String? = "dot.test") -> DoTSource.Configuration {
+        var configuration = DoTSource.Configuration(servers: servers)
+        configuration.serverName = serverName
+        configuration.extraTrustRootsPEMFile = certificate
+        return configuration
+    }
+
+    /// Runs `body` with a source, shut down afterwards however `body` ends.
+    static func withSource(_ configuration: DoTSource.Configuration, _ body: (DoTSource) async throws -> Void) async throws {
+        let source = try DoTSource(configuration: configuration)
+        do {
+            try await body(source)
+        } catch {
+            await source.shutdown()
+            throw error
+        }
+        await source.shutdown()
+    }
+
+    /// The fixture itself: kdig, which none of us wrote, gets the answer over TLS with the name checked.
+    @Test func kdigReadsTheFixture() async throws {
+        try await Self.withDoT { unbound, certificate, endpoint in
+            guard let kdig = ChildProcess.find("kdig") else { Issue.record("kdig is not installed: run scripts/install-deps.sh"); return }
+            let run = try await ChildProcess.run(
+                executable: kdig,
+                arguments: [
+                    "@\(endpoint.address)", "-p", "\(endpoint.port)", "+tls", "+tls-ca=\(certificate)", "+tls-hostname=dot.test",
+                    "a.dot.test", "A", "+short",
+                ]
+            )
+            #expect(run.stdout.contains("192.0.2.1"), "\(run.stdout) \(run.stderr)")
+        }
+    }
+
+    @Test func answersBothFamilies() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
+                let answer = try await source.query(try HostName("a.dot.test"), families: .all)
+                #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+                #expect(answer.ipv6 == .addresses([IPv6Address("2001:db8::1")!], ttlSeconds: 300))
+                #expect(source.connectionsOpened == 1)
+            }
+        }
+    }
+
+    /// NXDOMAIN and no data are answers, with the SOA's negative TTL (RFC 2308: min(TTL, MINIMUM) = 60).
+    @Test func negativeAnswersCarryTheSOAsTTL() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
+                let missing = try await source.query(try HostName("nosuch.dot.test"), families: .ipv4)
+                #expect(missing.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
+                let noData = try await source.query(try HostName("v4.dot.test"), families: .ipv6)
+                #expect(noData.ipv6 == .negative(.noData, ttlSeconds: 60))
+            }
+        }
+    }
+
+    /// 200 names, both families, all at once: 400 queries on one connection, at most 128 in flight, the rest waiting
+    /// their turn, every answer matched to its question.
+    @Test func pipelinesManyQueriesOnOneConnection() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            var configuration = Self.configuration([endpoint], certificate: certificate)
+            configuration.budget = .seconds(10)
+            configuration.attemptTimeout = .seconds(10)
+            configuration.maxQueriesInFlight = 128
+            try await Self.withSource(configuration) { source in
+                // The connection open first, so that every query finds it.
+                _ = try await source.query(try HostName("a.dot.test"), families: .ipv4)
+                let answers = try await withThrowingTaskGroup(of: (Int, SourceAnswer).self) { group in
+                    for index in 0..<200 {
+                        group.addTask { (index, try await source.query(try HostName("n\(index).dot.test"), families: .all)) }
+                    }
+                    var answers: [Int: SourceAnswer] = [:]
+                    for try await (index, answer) in group { answers[index] = answer }
+                    return answers
+                }
+                for index in 0..<200 {
+                    #expect(answers[index]?.ipv4 == .addresses([IPv4Address("198.51.100.\(index % 250 + 1)")!], ttlSeconds: 300), "n\(index)")
+                    #expect(answers[index]?.ipv6 == .negative(.noData, ttlSeconds: 60), "n\(index)")
+                }
+                #expect(source.connectionsOpened == 1)
+            }
+        }
+    }
+
+    /// Past the queries in flight and those waiting, a query fails at once, typed, and is never sent.
+    @Test func boundsTheQueriesWaiting() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            var configuration = Self.configuration([endpoint], certificate: certificate)
+            configuration.maxQueriesInFlight = 1
+            configuration.maxQueriesWaiting = 0
+            try await Self.withSource(configuration) { source in
+                _ = try await source.query(try HostName("a.dot.test"), families: .ipv4)
+                let outcomes = await withTaskGroup(of: ResolutionError?.self) { group in
+                    for index in 0..<20 {
+                        group.addTask {
+                            do {
+                                _ = try await source.query(try HostName("n\(index).dot.test"), families: .ipv4)
+                                return nil
+                            } catch {
+                                return error as? ResolutionError
+                            }
+                        }
+                    }
+                    var errors: [ResolutionError?] = []
+                    for await outcome in group { errors.append(outcome) }
+                    return errors
+                }
+                #expect(outcomes.contains { $0 == nil }, "one query at least had room")
+                #expect(outcomes.contains { $0?.code == .tooManyPendingQueries }, "\(outcomes)")
+                #expect(outcomes.allSatisfy { $0 == nil || $0?.code == .tooManyPendingQueries }, "\(outcomes)")
+            }
+        }
+    }
+
+    /// unbound closes a connection idle for 200 ms; the next query goes out on a new one and is answered.
+    @Test func reconnectsAfterTheServerClosesAnIdleConnection() async throws {
+        try await Self.withDoT(extraLines: ["tcp-idle-timeout: 200"]) { _, certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
+                _ = try await source.query(try HostName("a.dot.test"), families: .ipv4)
+                // The signal: the connection unbound closed.
+                try await source.openConnection(at: 0)?.channel.closeFuture.get()
+                let answer = try await source.query(try HostName("v4.dot.test"), families: .ipv4)
+                #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.4")!], ttlSeconds: 120))
+                #expect(source.connectionsOpened == 2)
+            }
+        }
+    }
+
+    /// A certificate for another name fails closed, at once, as a rejected certificate naming the server.
+    @Test func refusesACertificateForAnotherName() async throws {
+        try await Self.withDoT(subjectAltName: "DNS:other.test") { _, certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
+                let started = ContinuousClock.now
+                let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
+                #expect(error?.code == .certificateRejected)
+                #expect(error?.message.contains("\(endpoint)") == true, "\(String(describing: error))")
+                #expect(started.duration(to: .now) < .seconds(2))
+            }
+        }
+    }
+
+    /// A certificate that holds the address (an IP SAN) and another name: NIOSSL would take it for any server name,
+    /// so a configured name is checked once more and it is refused; without a server name, the address is what is
+    /// checked, and it is accepted.
+    @Test func aConfiguredNameIsTheOnlyNameAccepted() async throws {
+        try await Self.withIPCertificate { certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate, serverName: "dot.test")) { source in
+                let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
+                #expect(error?.code == .certificateRejected)
+                #expect(error?.message.contains("does not hold dot.test as a DNS name") == true, "\(String(describing: error))")
+            }
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate, serverName: nil)) { source in
+                let answer = try await source.query(try HostName("a.dot.test"), families: .ipv4)
+                #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+            }
+        }
+    }
+
+    /// unbound with a certificate holding its own address as an IP SAN and the name other.test.
+    static func withIPCertificate(_ body: (String, DoTEndpoint) async throws -> Void) async throws {
+        // The address first, so that the certificate can hold it; unbound then starts on it.
+        let ip = "127.0.0.\(Int.random(in: 2...254))"
+        try await TestCertificate.with(subjectAltName: "DNS:other.test,IP:\(ip)") { certificate, key in
+            try await withUnbound(at: ip, lines: zone, tls: .init(certificate: certificate, key: key)) { unbound in
+                try await body(certificate, try DoTEndpoint(address: unbound.address.ip, port: unbound.tlsPort!))
+            }
+        }
+    }
+
+    /// A pin that is not the server's key fails closed; its own key's pin passes.
+    @Test func checksPins() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            var pinned = Self.configuration([endpoint], certificate: certificate)
+            pinned.pins = [try SPKIPin(parsing: "sha256//" + String(repeating: "A", count: 43) + "=")]
+            try await Self.withSource(pinned) { source in
+                let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
+                #expect(error?.code == .certificateRejected)
+            }
+            pinned.pins = [try SPKIPin(of: try NIOSSLCertificate.fromPEMFile(certificate)[0])]
+            try await Self.withSource(pinned) { source in
+                let answer = try await source.query(try HostName("a.dot.test"), families: .ipv4)
+                #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+            }
+        }
+    }
+
+    /// The first server refuses connections; the second answers, and the first then cools down.
+    @Test func failsOverToTheNextServer() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            let closed = try ClosedTCPPort()
+            let dead = try DoTEndpoint(address: IPAddress("127.0.0.1")!, port: closed.port)
+            try await Self.withSource(Self.configuration([dead, endpoint], certificate: certificate)) { source in
+                let answer = try await source.query(try HostName("a.dot.test"), families: .ipv4)
+                #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+            }
+            withExtendedLifetime(closed) {}
+        }
+    }
+
+    /// As a relay: any type goes out as it is and comes back with every section and the query's own ID.
+    @Test func relaysOtherTypes() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
+                let query = try DNSMessage(id: 0x1234, recursionDesired: true, questions: [.init(name: "dot.test", type: .mx)]).encoded()
+                let answer = try DNSMessage(parsing: try await source.send(query))
+                #expect(answer.id == 0x1234)
+                #expect(answer.answers.contains { $0.type == .mx })
+                let missing = try DNSMessage(id: 7, recursionDesired: true, questions: [.init(name: "nosuch.dot.test", type: .txt)]).encoded()
+                let negative = try DNSMessage(parsing: try await source.send(missing))
+                #expect(negative.responseCode == .nameError)
+                #expect(negative.authorities.contains { $0.type == .soa })
+            }
+        }
+    }
+
+    @Test func parsesEndpoints() throws {
+        #expect(try DoTEndpoint(parsing: "tls://192.0.2.53").description == "tls://192.0.2.53")
+        #expect(try DoTEndpoint(parsing: "tls://192.0.2.53").port == 853)
+        #expect(try DoTEndpoint(parsing: "tls://[2001:db8::53]:8853").port == 8853)
+        for (text, code) in [
+            ("https://192.0.2.53", ServiceEndpointError.Code.invalidScheme), ("tls://resolver.example", .invalidAddress),
+            ("tls://192.0.2.53:0", .invalidPort), ("tls://192.0.2.53/dns-query", .invalidPath), ("tls://192.0.2.53/", .invalidPath),
+        ] {
+            #expect(throws: ServiceEndpointError.self, "\(text)") { try DoTEndpoint(parsing: text) }
+            #expect((try? DoTEndpoint(parsing: text)) == nil)
+            do {
+                _ = try DoTEndpoint(parsing: text)
+            } catch {
+                #expect(error.code == code, "\(text): \(error)")
+            }
+        }
+    }
+
+    @Test func refusesSettingsThatCannotWork() throws {
+        let endpoint = try DoTEndpoint(parsing: "tls://127.0.0.1:8853")
+        var empty = DoTSource.Configuration(servers: [])
+        #expect(throws: ConfigurationError.self) { try empty.validate() }
+        empty.servers = [endpoint]
+        empty.maxQueriesInFlight = 0
+        #expect(throws: ConfigurationError.self) { try empty.validate() }
+        var badName = DoTSource.Configuration(servers: [endpoint])
+        badName.serverName = "not a name"
+        #expect(throws: ConfigurationError.self) { try DoTSource(configuration: badName) }
+        var missingFile = DoTSource.Configuration(servers: [endpoint])
+        missingFile.extraTrustRootsPEMFile = "/nonexistent/ca.pem"
+        #expect(throws: ConfigurationError.self) { try DoTSource(configuration: missingFile) }
+    }
+}
