@@ -59,6 +59,8 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", from: "2.9.2"),
         // Only for the traits OpenAPI and Vapor.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        // Only for `httpdns-bench adapters` with the trait OpenAPI: the baseline transport.
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         // `swift package generate-documentation`: the DocC catalogs of the library modules.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -130,7 +132,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -330,6 +334,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                // `httpdns-bench adapters`: each stack, and its baseline, only with its trait.
+                .target(name: "HTTPDNSGRPC", condition: .when(traits: ["GRPC"])),
+                .product(name: "GRPCCore", package: "grpc-swift-2", condition: .when(traits: ["GRPC"])),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport", condition: .when(traits: ["GRPC"])),
+                .target(name: "HTTPDNSOpenAPI", condition: .when(traits: ["OpenAPI"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["OpenAPI"])),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: .when(traits: ["OpenAPI"])),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: .when(traits: ["OpenAPI"])),
+                .target(name: "HTTPDNSVapor", condition: .when(traits: ["Vapor"])),
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),
         // A backend that links the libraries and exports their metrics both ways (docs/METRICS.md); built with
@@ -419,6 +433,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(
