@@ -30,11 +30,6 @@ enum DoTTransportError: Error, CustomStringConvertible {
     }
 }
 
-/// The certificate of a DoT server failed one of our own checks, after NIOSSL's verification passed.
-struct DoTCertificateMismatch: CertificateRejectionError {
-    let description: String
-}
-
 /// One TLS connection to a DNS-over-TLS server (RFC 7858): queries framed by a two-byte length (RFC 1035 §4.2.2),
 /// many in flight at once and matched to their answers by ID in whatever order the server answers (RFC 7766 §6.2.1.1),
 /// a bounded number waiting beyond those, and a close when it has been idle for a while.
@@ -226,25 +221,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func checkCertificate(context: ChannelHandlerContext) throws {
         guard settings.serverName != nil || !settings.pins.isEmpty else { return }
         let tls = try context.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
-        guard let certificate = tls.peerCertificate else { throw DoTCertificateMismatch(description: "the server presented no certificate") }
-        if let name = settings.serverName {
-            switch PeerCertificateName.check(certificate, holds: name) {
-            case .holds: break
-            case .doesNotHold(let names):
-                throw DoTCertificateMismatch(
-                    description: "it does not hold \(name) as a DNS name (only \(names.isEmpty ? "addresses" : names.joined(separator: ", ")))"
-                )
-            }
-        }
-        if !settings.pins.isEmpty {
-            let presented: SPKIPin
-            do {
-                presented = try SPKIPin(of: certificate)
-            } catch {
-                throw DoTCertificateMismatch(description: "its public key could not be read: \(error)")
-            }
-            guard settings.pins.contains(presented) else { throw SPKIPinMismatch(presented: presented.description) }
-        }
+        try PeerCertificateCheck.verify(tls.peerCertificate, serverName: settings.serverName, pins: settings.pins)
     }
 
     func submit(_ query: [UInt8], deadline: NIODeadline, promise: EventLoopPromise<[UInt8]>) {

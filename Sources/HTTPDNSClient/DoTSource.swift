@@ -293,11 +293,13 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     /// How many connections were begun.
     var connectionsOpened: Int { state.withLock { $0.opened } }
 
-    /// The open connection to the server at `index`, if any.
-    func openConnection(at index: Int) -> DoTConnection? {
-        state.withLock { state in
-            if case .open(let connection) = state.slots[index] { return connection }
-            return nil
+    /// The connection to the server at `index`, once open (nil when there is none, or it failed to open).
+    func currentConnection(at index: Int) async -> DoTConnection? {
+        let slot = state.withLock { $0.slots[index] }
+        switch slot {
+        case .idle: return nil
+        case .open(let connection): return connection
+        case .connecting(let future): return try? await future.get()
         }
     }
 

@@ -46,22 +46,4 @@ struct SPKIPinMismatch: CertificateRejectionError {
     let presented: String
 
     var description: String { "its public key (\(presented)) is none of the configured pins" }
-
-    /// Checks the certificate of a connection AsyncHTTPClient has just set up, and closes the connection when it
-    /// fails: AsyncHTTPClient hands a connection to its pool only once this succeeds.
-    static func check(_ channel: any Channel, against pins: Set<SPKIPin>) -> EventLoopFuture<Void> {
-        channel.nioSSL_peerCertificate().flatMapThrowing { certificate in
-            guard let certificate else { throw SPKIPinMismatch(presented: "no certificate") }
-            let presented: SPKIPin
-            do {
-                presented = try SPKIPin(of: certificate)
-            } catch {
-                throw SPKIPinMismatch(presented: "a key that could not be read: \(error)")
-            }
-            guard pins.contains(presented) else { throw SPKIPinMismatch(presented: presented.description) }
-        }.flatMapError { error in
-            channel.close(promise: nil)
-            return channel.eventLoop.makeFailedFuture(error)
-        }
-    }
 }

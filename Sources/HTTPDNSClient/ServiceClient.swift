@@ -12,8 +12,8 @@ import NIOSSL
 /// service through it.
 ///
 /// TLS always verifies the certificate. Without a server name it must hold an IP SAN for the address asked; with
-/// one, that name is the SNI and is what the certificate must hold (AsyncHTTPClient's `dnsOverride` sends the
-/// request to the address while keeping the name). A certificate that is not accepted fails that address at once,
+/// one, that name is the SNI and the certificate must hold it as a DNS name: one valid for the address alone is
+/// refused (AsyncHTTPClient's `dnsOverride` sends the request to the address while keeping the name). A certificate that is not accepted fails that address at once,
 /// with no retry until a connect timeout.
 final class ServiceClient: Sendable {
     struct Settings: Sendable {
@@ -102,14 +102,16 @@ final class ServiceClient: Sendable {
             if let name = settings.serverName {
                 configuration.dnsOverride = [name: endpoint.address.description]
             }
-            if !settings.connection.pins.isEmpty {
-                // Called on each new connection once TLS is up, before the pool takes it. HTTP/1.1 only: when an
-                // HTTP/2 connection fails this check, AsyncHTTPClient hears of its close after it has dropped it,
+            if settings.serverName != nil || !settings.connection.pins.isEmpty {
+                // Called on each new connection once TLS is up, before the pool takes it: with a server name, the
+                // certificate must hold it as a DNS name (NIOSSL alone also takes one whose IP SAN is the address
+                // connected to, whatever name was asked); with pins, its key must be one of them. HTTP/1.1 only: when
+                // an HTTP/2 connection fails this check, AsyncHTTPClient hears of its close after it has dropped it,
                 // and a pool already shut down by then stops the process (a precondition).
                 configuration.httpVersion = .http1Only
-                let pins = Set(settings.connection.pins)
-                configuration.http1_1ConnectionDebugInitializer = { SPKIPinMismatch.check($0, against: pins) }
-                configuration.http2ConnectionDebugInitializer = { SPKIPinMismatch.check($0, against: pins) }
+                let (name, pins) = (settings.serverName, Set(settings.connection.pins))
+                configuration.http1_1ConnectionDebugInitializer = { PeerCertificateCheck.check($0, serverName: name, pins: pins) }
+                configuration.http2ConnectionDebugInitializer = { PeerCertificateCheck.check($0, serverName: name, pins: pins) }
             }
             return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }

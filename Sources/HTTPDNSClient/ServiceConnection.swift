@@ -6,8 +6,9 @@ import NIOSSL
 public struct ServiceConnection: Sendable, Hashable {
     /// The service's addresses, `https://IP[:PORT][/PATH]` each; tried in order of health.
     public var servers: [ServiceEndpoint]
-    /// The name the service's certificate holds, when it is not the addresses' (it is then also the SNI).
-    /// Default none: the certificate must hold an IP SAN for each address.
+    /// The name the service's certificate must hold as a DNS name, and the SNI: a certificate valid for the address
+    /// alone (an IP SAN) is then refused. Connections that check it speak HTTP/1.1, as pinned ones do. Default none:
+    /// the certificate must hold an IP SAN for each address.
     public var serverName: String?
     /// A PEM file of certificates to trust besides the system's (a private CA). Default none.
     public var extraTrustRootsPEMFile: String?

@@ -150,13 +150,14 @@ struct DoTSourceTests {
         }
     }
 
-    /// unbound closes a connection idle for 200 ms; the next query goes out on a new one and is answered.
+    /// unbound closes a connection idle for 1 s; the next query goes out on a new one and is answered.
     @Test func reconnectsAfterTheServerClosesAnIdleConnection() async throws {
-        try await Self.withDoT(extraLines: ["tcp-idle-timeout: 200"]) { _, certificate, endpoint in
+        try await Self.withDoT(extraLines: ["tcp-idle-timeout: 1000"]) { _, certificate, endpoint in
             try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
                 _ = try await source.query(try HostName("a.dot.test"), families: .ipv4)
                 // The signal: the connection unbound closed.
-                try await source.openConnection(at: 0)?.channel.closeFuture.get()
+                let first = try #require(await source.currentConnection(at: 0))
+                try await first.channel.closeFuture.get()
                 let answer = try await source.query(try HostName("v4.dot.test"), families: .ipv4)
                 #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.4")!], ttlSeconds: 120))
                 #expect(source.connectionsOpened == 2)
