@@ -259,6 +259,12 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 
     /// The server's open connection, or a new one, waited for by at most `deadline`.
     private func connection(to index: Int, deadline: NIODeadline) async throws(ResolutionError) -> DoTConnection {
+        // The common case, an open connection: no future and no wait.
+        let open: DoTConnection? = state.withLock { state in
+            guard !state.shutDown, case .open(let connection) = state.slots[index], connection.isActive else { return nil }
+            return connection
+        }
+        if let open { return open }
         let server = configuration.servers[index]
         let (pending, isNew): (EventLoopFuture<DoTConnection>?, Bool) = state.withLock { state in
             guard !state.shutDown else { return (nil, false) }

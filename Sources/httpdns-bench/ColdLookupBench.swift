@@ -1,5 +1,6 @@
 import ArgumentParser
 import HTTPDNSCAres
+import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSSynchronization
 import HTTPDNSWire
@@ -8,20 +9,33 @@ import HTTPDNSWire
     import Glibc
 #endif
 
-/// Cold lookups of distinct names: through the cache and c-ares, or through getaddrinfo on a thread pool.
-/// `scripts/bench-cold.sh` runs both and dnsperf against one local unbound and prints the ratios.
+/// Cold lookups of distinct names: through the cache and c-ares, through the cache and DNS over TLS, or through
+/// getaddrinfo on a thread pool. `scripts/bench-cold.sh` runs c-ares, getaddrinfo and dnsperf against one local
+/// unbound and prints the ratios; `scripts/bench-dot.sh` runs DoT against c-ares to one unbound.
 struct ColdLookupBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cold",
-        abstract: "Lookups per second of distinct names (A), N in flight, through c-ares or getaddrinfo."
+        abstract: "Lookups per second of distinct names (A), N in flight, through c-ares, DNS over TLS or getaddrinfo."
     )
 
     enum Resolver: String, ExpressibleByArgument, CaseIterable {
-        case cares, getaddrinfo
+        case cares, dot, getaddrinfo
     }
 
-    @Option(help: "cares: ResolverCache + CAresSource asking --dns. getaddrinfo: a thread pool using /etc/resolv.conf.")
+    @Option(
+        help:
+            "cares: ResolverCache + CAresSource asking --dns. dot: ResolverCache + DoTSource asking --dot. getaddrinfo: a thread pool using /etc/resolv.conf."
+    )
     var resolver: Resolver = .cares
+
+    @Option(name: .customLong("dot"), help: "The DNS-over-TLS server for dot, tls://IP[:PORT].")
+    var dotServer: String?
+
+    @Option(name: .customLong("server-name"), help: "The name the DoT server's certificate holds.")
+    var serverName: String?
+
+    @Option(help: "A PEM file of certificates to trust for the DoT server.")
+    var cacert: String?
 
     @Option(name: .customLong("dns"), help: "The DNS server for c-ares, IP[:PORT].")
     var server: String?
@@ -38,6 +52,7 @@ struct ColdLookupBench: AsyncParsableCommand {
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
         if resolver == .cares && server == nil { throw ValidationError("--resolver cares needs --dns IP[:PORT]") }
+        if resolver == .dot && dotServer == nil { throw ValidationError("--resolver dot needs --dot tls://IP[:PORT]") }
     }
 
     func run() async throws {
@@ -48,6 +63,8 @@ struct ColdLookupBench: AsyncParsableCommand {
         switch resolver {
         case .cares:
             (failures, seconds) = try await runCAres(hosts)
+        case .dot:
+            (failures, seconds) = try await runDoT(hosts)
         case .getaddrinfo:
             (failures, seconds) = runGetaddrinfo(hosts)
         }
@@ -75,7 +92,21 @@ struct ColdLookupBench: AsyncParsableCommand {
         let address = try DNSServerAddress(parsing: server!)
         var sourceConfiguration = CAresSource.Configuration(servers: [address])
         sourceConfiguration.tries = 3
-        let source = try CAresSource(configuration: sourceConfiguration)
+        return try await run(hosts, through: try CAresSource(configuration: sourceConfiguration))
+    }
+
+    private func runDoT(_ hosts: [HostName]) async throws -> (Int, Double) {
+        var configuration = DoTSource.Configuration(servers: [try DoTEndpoint(parsing: dotServer!)])
+        configuration.serverName = serverName
+        configuration.extraTrustRootsPEMFile = cacert
+        // As c-ares's three tries: a lookup is given time, so that the figure is the rate, not the timeouts.
+        configuration.budget = .seconds(6)
+        configuration.attemptTimeout = .seconds(6)
+        return try await run(hosts, through: try DoTSource(configuration: configuration))
+    }
+
+    /// `concurrency` tasks looking up `hosts` through a cache over `source`, which is shut down afterwards.
+    private func run(_ hosts: [HostName], through source: any ResolutionSource) async throws -> (Int, Double) {
         var cacheConfiguration = ResolverCache.Configuration()
         cacheConfiguration.maxEntries = max(cacheConfiguration.maxEntries, hosts.count)
         let cache = try ResolverCache(source: source, configuration: cacheConfiguration)

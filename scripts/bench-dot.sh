@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Cold lookups of distinct names (A), N in flight, through DoTSource against c-ares over UDP, both to the same local
+# unbound (one thread, local data, DoT on a second port with a certificate made now), in alternating rounds.
+# Prints each round's rates and the ratio of DoT's time to c-ares's (docs/PERFORMANCE.md, "DNS over TLS").
+# No root needed: unbound listens on 127.0.0.78 at high ports.
+# Usage: scripts/bench-dot.sh [NAMES] [IN_FLIGHT] [ROUNDS]    (HTTPDNS_BENCH_BIN=… to use another httpdns-bench binary)
+set -euo pipefail
+names=${1:-20000}
+inflight=${2:-64}
+rounds=${3:-3}
+address=127.0.0.78
+port=${HTTPDNS_BENCH_PORT:-25853}
+tls_port=$((port + 1))
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/httpdns-bench-dot.XXXXXX)
+unbound_pid=""
+cleanup() {
+  if [ -n "$unbound_pid" ]; then kill "$unbound_pid" 2>/dev/null || true; wait "$unbound_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for tool in unbound openssl kdig python3; do
+  command -v "$tool" >/dev/null || { echo "bench-dot: $tool is missing (scripts/install-deps.sh)" >&2; exit 2; }
+done
+
+if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
+  bench=$HTTPDNS_BENCH_BIN
+else
+  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
+  bench="$here/.build/release/httpdns-bench"
+fi
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=dot \
+  -addext subjectAltName=DNS:dot.bench.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+
+# One names file per round and way: every lookup is of a name neither way has asked before (unbound's answers from
+# local data are alike for all).
+python3 - "$work" "$names" "$rounds" <<'PY'
+import sys
+work, count, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+total = count * rounds * 2
+with open(f"{work}/local-data.conf", "w") as data:
+    for i in range(total):
+        data.write(f'local-data: "n{i}.bench.test. 300 IN A 192.0.2.{i % 250 + 1}"\n')
+for part in range(rounds * 2):
+    with open(f"{work}/names-{part}.txt", "w") as names:
+        for i in range(part * count, (part + 1) * count):
+            names.write(f"n{i}.bench.test A\n")
+PY
+
+cat > "$work/unbound.conf" <<CONF
+server:
+  interface: $address@$port
+  interface: $address@$tls_port
+  port: $port
+  tls-port: $tls_port
+  tls-service-key: "$work/key.pem"
+  tls-service-pem: "$work/cert.pem"
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "$work"
+  pidfile: ""
+  use-syslog: no
+  logfile: ""
+  verbosity: 0
+  num-threads: 1
+  do-ip6: no
+  incoming-num-tcp: 100
+  access-control: 127.0.0.0/8 allow
+  local-zone: "bench.test." static
+  include: "$work/local-data.conf"
+remote-control:
+  control-enable: no
+CONF
+unbound-checkconf "$work/unbound.conf" >/dev/null
+unbound -d -c "$work/unbound.conf" &
+unbound_pid=$!
+# unbound says nothing when it is ready: ask over TLS, the name checked, until it answers (bounded).
+for _ in $(seq 1 100); do
+  if kdig +short +time=1 +retry=0 @"$address" -p "$tls_port" +tls +tls-ca="$work/cert.pem" +tls-hostname=dot.bench.test \
+    n0.bench.test A 2>/dev/null | grep -q 192.0.2.1; then break; fi
+  kill -0 "$unbound_pid" 2>/dev/null || { echo "bench-dot: unbound exited" >&2; exit 1; }
+  sleep 0.1
+done
+
+# The server's ceilings, by a client none of us wrote: dnsperf over UDP and over DoT (it does not check the
+# certificate), the same names and in-flight count.
+ceiling() {
+  command -v dnsperf >/dev/null || { echo 0; return; }
+  dnsperf -m "$1" -s "$address" -p "$2" -d "$work/names-0.txt" -n 1 -q "$inflight" -c 1 2>&1 | awk '/Queries per second/ {print $4}'
+}
+dnsperf_udp=$(ceiling udp "$port")
+dnsperf_dot=$(ceiling dot "$tls_port")
+
+results=()
+part=0
+for round in $(seq 1 "$rounds"); do
+  # Which way goes first alternates.
+  if [ $((round % 2)) -eq 1 ]; then order="cares dot"; else order="dot cares"; fi
+  for way in $order; do
+    if [ "$way" = cares ]; then
+      json=$("$bench" cold --resolver cares --dns "$address:$port" --names-file "$work/names-$part.txt" --concurrency "$inflight" --json)
+    else
+      json=$("$bench" cold --resolver dot --dot "tls://$address:$tls_port" --server-name dot.bench.test --cacert "$work/cert.pem" \
+        --names-file "$work/names-$part.txt" --concurrency "$inflight" --json)
+    fi
+    results+=("$round $way $json")
+    part=$((part + 1))
+  done
+done
+
+printf '%s\n' "${results[@]}" | python3 -c '
+import json, sys, statistics
+rows = {}
+for line in sys.stdin:
+    round_, way, text = line.split(" ", 2)
+    rows.setdefault(int(round_), {})[way] = json.loads(text)
+print(f"cold lookups, '"$names"' distinct names (A) per round and way, '"$inflight"' in flight, one local unbound (1 thread)")
+print("round  c-ares UDP/s  DoT/s     failures  DoT time / c-ares time")
+ratios = []
+for r in sorted(rows):
+    c, d = rows[r]["cares"], rows[r]["dot"]
+    ratio = c["lookupsPerSecond"] / d["lookupsPerSecond"]
+    ratios.append(ratio)
+    cr, dr, cf, df = c["lookupsPerSecond"], d["lookupsPerSecond"], c["failures"], d["failures"]
+    print(f"{r:<6} {cr:<13.0f} {dr:<9.0f} {cf}/{df:<7}  {ratio:.2f}x")
+print(f"median DoT time / c-ares time: {statistics.median(ratios):.2f}x  (target <= 1.50x)")
+udp, dot = float("'"$dnsperf_udp"'" or 0), float("'"$dnsperf_dot"'" or 0)
+if udp and dot:
+    print(f"dnsperf (the ceilings): UDP {udp:.0f}/s, DoT {dot:.0f}/s: DoT time / UDP time {udp / dot:.2f}x")
+'
