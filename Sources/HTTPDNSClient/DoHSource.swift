@@ -12,8 +12,10 @@ import NIOCore
 /// negative TTL of the authority's SOA (RFC 2308) when there is one; SERVFAIL and REFUSED are that address's
 /// failure, and the next is asked.
 ///
+/// As a `MessageRelaying`, it POSTs any DNS message as it is (the service's upstream for the types it relays).
+///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
-public final class DoHSource: ResolutionSource {
+public final class DoHSource: ResolutionSource, MessageRelaying {
     public struct Configuration: Sendable, HTTPSSourceConfiguration {
         public enum Method: Sendable, Hashable {
             case get, post
@@ -70,9 +72,41 @@ public final class DoHSource: ResolutionSource {
         }
         switch configuration.method {
         case .get:
-            return try await client.send("?dns=\(Base64URL.encode(bytes))", accept: accept, host: host, read)
+            return try await client.send("?dns=\(Base64URL.encode(bytes))", accept: accept, host: host.value, read)
         case .post:
-            return try await client.send("", accept: accept, body: (accept, bytes), host: host, read)
+            return try await client.send("", accept: accept, body: (accept, bytes), host: host.value, read)
+        }
+    }
+
+    /// Sends `query`, a DNS message of any type, as it is (POST, `application/dns-message`) and returns the answer as
+    /// the service sent it: every section kept. NXDOMAIN and NODATA are answers like any other; SERVFAIL and REFUSED
+    /// are too when no other address is left to ask.
+    /// - Throws: ``ResolutionError``: `badName` for a query shorter than a DNS header or longer than 65,535 bytes,
+    ///   else as for a lookup.
+    public func send(_ query: [UInt8]) async throws -> [UInt8] {
+        guard query.count >= 12, query.count <= DNSMessage.maxSize else {
+            throw ResolutionError(.badName, "a DNS query of \(query.count) bytes cannot be sent: it must be 12 to 65,535 bytes")
+        }
+        let accept = "application/dns-message"
+        let servers = configuration.connection.servers.count
+        var tried = 0
+        return try await client.send("", accept: accept, body: (accept, query), host: "a relayed query of \(query.count) bytes") {
+            answer throws(ServiceClient.AttemptFailure) -> [UInt8] in
+            tried += 1
+            let from = "\(answer.endpoint)"
+            guard answer.status == .ok else {
+                throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code)"))
+            }
+            let bytes = Array(buffer: answer.body)
+            guard bytes.count >= 12, bytes[0] == query[0], bytes[1] == query[1], bytes[2] & 0x80 != 0 else {
+                throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent something that is not the response to the query"))
+            }
+            let code = bytes[3] & 0x0F
+            // SERVFAIL or REFUSED: the next address may answer, while there is one.
+            if code == 2 || code == 5, tried < servers {
+                throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(from) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
+            }
+            return bytes
         }
     }
 

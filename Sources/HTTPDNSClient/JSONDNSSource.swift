@@ -48,7 +48,7 @@ public final class JSONDNSSource: ResolutionSource {
     }
 
     private func lookUp(_ host: HostName, _ type: DNSRecordType) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
-        try await client.send("?name=\(host.value)&type=\(type)", accept: "application/dns-json", host: host) {
+        try await client.send("?name=\(host.value)&type=\(type)", accept: "application/dns-json", host: host.value) {
             answer throws(ServiceClient.AttemptFailure) in
             try Self.familyAnswer(answer, host: host, type: type)
         }

@@ -61,7 +61,7 @@ public final class NativeServiceSource: BatchResolutionSource {
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         let request = NativeRequest(hosts: [host], families: families, account: configuration.account)
-        return try await client.send(request.target(unixSeconds: unixTime()), accept: "application/json", host: host) {
+        return try await client.send(request.target(unixSeconds: unixTime()), accept: "application/json", host: host.value) {
             answer throws(ServiceClient.AttemptFailure) in
             try Self.sourceAnswer(answer, host: host, families: families)
         }
@@ -88,7 +88,7 @@ public final class NativeServiceSource: BatchResolutionSource {
         }
         let request = NativeRequest(hosts: hosts, families: families, account: configuration.account)
         let what = "\(first) and \(hosts.count - 1) more"
-        return try await client.send(request.target(unixSeconds: unixTime()), accept: "application/json", host: first) {
+        return try await client.send(request.target(unixSeconds: unixTime()), accept: "application/json", host: first.value) {
             answer throws(ServiceClient.AttemptFailure) in
             try Self.batchAnswers(answer, hosts: hosts, families: families, what: what)
         }

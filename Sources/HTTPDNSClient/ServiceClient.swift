@@ -127,6 +127,7 @@ final class ServiceClient: Sendable {
 
     /// Sends `GET target` (or, with a body, `POST`) to the service's addresses in order of health until one answers
     /// in a way `accept` takes, within the budget.
+    /// - Parameter host: what is asked, for messages: the host name, or a relayed query.
     /// - Parameter accept: reads an answer; throws ``AttemptFailure/tryNext(_:)`` when the address failed (the next
     ///   is tried) or ``AttemptFailure/final(_:)`` when no address would answer otherwise.
     /// - Throws: ``ResolutionError``: the last address's failure when all failed, `.timeout` when the budget ran out.
@@ -134,7 +135,7 @@ final class ServiceClient: Sendable {
         _ target: String,
         accept acceptHeader: String,
         body: (contentType: String, bytes: [UInt8])? = nil,
-        host: HostName,
+        host: String,
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let started = clock.now()
@@ -194,7 +195,7 @@ final class ServiceClient: Sendable {
         _ request: HTTPClientRequest,
         on index: Int,
         until deadline: NIODeadline,
-        host: HostName,
+        host: String,
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async -> Swift.Result<Result, AttemptFailure> {
         let endpoint = settings.endpoints[index]
@@ -236,7 +237,7 @@ final class ServiceClient: Sendable {
     /// An error of AsyncHTTPClient, NIO or TLS, as what it says about the address. Only a certificate that failed
     /// verification (or does not hold the name or address asked) is `certificateRejected`: a connection closed during
     /// the handshake, or TLS spoken to a port that does not, is the address being unreachable, not an attack.
-    static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: HostName) -> ResolutionError {
+    static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: String) -> ResolutionError {
         let text = "\(error)"
         if let reason = CertificateRejection.reason(error) {
             return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(reason)", cause: error)

@@ -285,3 +285,32 @@ struct DoTSourceTests {
         #expect(throws: ConfigurationError.self) { try DoTSource(configuration: missingFile) }
     }
 }
+
+/// `DoHSource` as a relay, against unbound's own DoH (HTTP/2): any type goes out as it is and comes back whole.
+@Suite("DoH relaying against unbound", .timeLimit(.minutes(2)))
+struct DoHRelayingTests {
+    @Test func relaysOtherTypesAndNegativeAnswers() async throws {
+        let ip = "127.0.0.\(Int.random(in: 2...254))"
+        try await TestCertificate.with(subjectAltName: "IP:\(ip)") { certificate, key in
+            try await withUnbound(at: ip, lines: DoTSourceTests.zone, tls: .init(certificate: certificate, key: key)) { unbound in
+                var configuration = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://\(ip):\(unbound.httpsPort!)")])
+                configuration.connection.extraTrustRootsPEMFile = certificate
+                let source = try DoHSource(configuration: configuration)
+                do {
+                    let query = try DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: "dot.test", type: .mx)]).encoded()
+                    let answer = try DNSMessage(parsing: try await source.send(query))
+                    #expect(answer.isResponse && answer.answers.contains { $0.type == .mx })
+                    let missing = try DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: "nosuch.dot.test", type: .txt)]).encoded()
+                    let negative = try DNSMessage(parsing: try await source.send(missing))
+                    #expect(negative.responseCode == .nameError)
+                    #expect(negative.authorities.contains { $0.type == .soa })
+                    await #expect(throws: ResolutionError.self) { try await source.send([1, 2, 3]) }
+                } catch {
+                    await source.shutdown()
+                    throw error
+                }
+                await source.shutdown()
+            }
+        }
+    }
+}
