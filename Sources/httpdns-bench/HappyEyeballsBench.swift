@@ -21,11 +21,18 @@ struct HappyEyeballsBench: AsyncParsableCommand {
     @Option(help: "Rounds, the two ways in turn (which goes first alternates).")
     var rounds = 5
 
+    @Flag(
+        help:
+            "Instead: each family black-holed in turn (first in the answer; SYNs dropped), the time of a first request with the race on, and with it off (the connect timeout)."
+    )
+    var blackHoled = false
+
     func validate() throws {
         guard hosts > 0, rounds > 0 else { throw ValidationError("counts must be positive") }
     }
 
     func run() async throws {
+        if blackHoled { return try await runBlackHoled() }
         let names = (0..<(2 * hosts * rounds + 2)).map { "e\($0).test" }
         let subjectAltName = names.map { "DNS:\($0)" }.joined(separator: ",")
         let (on, off) = try await TestCertificate.with(subjectAltName: subjectAltName) { certificate, key in
@@ -94,5 +101,58 @@ struct HappyEyeballsBench: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    /// Each family black-holed in turn, first in the answer: `hosts` fresh names with the race on, two with it off.
+    private func runBlackHoled() async throws {
+        print("httpdns-bench happy-eyeballs --black-holed --hosts \(hosts)")
+        print("the first family in the answer black-holed (SYNs dropped), the other working; a first request to a fresh name")
+        for family in [AddressFamily.ipv4, .ipv6] {
+            let names = (0..<(hosts + 2)).map { "h\($0).test" }
+            let (on, off) = try await TestCertificate.with(subjectAltName: names.map { "DNS:\($0)" }.joined(separator: ",")) { certificate, key in
+                // nginx on the working family; the hole where the other family's address answers.
+                try await withNginx(names: names, certificate: certificate, key: key, keepaliveRequests: 100_000_000, ipv6: family == .ipv4) { nginx in
+                    let last = Int(nginx.address.split(separator: ".").last!)!
+                    let holeAddress = family == .ipv4 ? "127.0.0.\(last % 252 + 2)" : "::1"
+                    let hole = try BlackHole(address: holeAddress)
+                    defer { hole.close() }
+                    try hole.listen(port: nginx.port)
+                    let reply: StaticSource.Reply =
+                        family == .ipv4
+                        ? .addresses(ipv4: [holeAddress], ipv6: ["::1"], ttl: 3600) : .addresses(ipv4: [nginx.address], ipv6: [holeAddress], ttl: 3600)
+                    let trusted = StaticSource(Dictionary(uniqueKeysWithValues: names.map { ($0, reply) }), name: "httpdns", countsQueries: false)
+                    var configuration = InterceptingHTTPClient.Configuration()
+                    configuration.tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(certificate))]
+                    configuration.maxClients = names.count + 1
+                    configuration.addressOrder = family == .ipv4 ? .ipv4First : .ipv6First
+                    var inTurn = configuration
+                    inTurn.connectionAttemptDelay = nil
+                    return try await withHostResolver(trusted: trusted, fallbacks: []) { resolver in
+                        for name in names { _ = try await resolver.resolve(try HostName(name)) }
+                        let on = try await withInterceptingHTTPClient(resolver: resolver, configuration: configuration) { racing in
+                            try await Self.firstRequests(names.prefix(hosts), port: nginx.port, through: racing)
+                        }
+                        let off = try await withInterceptingHTTPClient(resolver: resolver, configuration: inTurn) { client in
+                            try await Self.firstRequests(names.suffix(2), port: nginx.port, through: client)
+                        }
+                        return (on, off)
+                    }
+                }
+            }
+            print(
+                "\(family == .ipv4 ? "IPv4" : "IPv6") black-holed: race on, median \(formatted(on.median / 1000, digits: 0)) ms (max \(formatted((on.max() ?? 0) / 1000, digits: 0)) ms) over \(on.count); race off, median \(formatted(off.median / 1000, digits: 0)) ms over \(off.count)"
+            )
+        }
+    }
+
+    /// The time of one request to each name, in µs.
+    private static func firstRequests(_ names: some Sequence<String>, port: Int, through client: InterceptingHTTPClient) async throws -> [Double] {
+        var samples: [Double] = []
+        for name in names {
+            let stopwatch = Stopwatch()
+            _ = try await InterceptorBench.get("https://\(name):\(port)/", through: client)
+            samples.append(Double(stopwatch.elapsedNanoseconds) / 1000)
+        }
+        return samples
     }
 }
