@@ -88,25 +88,29 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
             throw ResolutionError(.badName, "a DNS query of \(query.count) bytes cannot be sent: it must be 12 to 65,535 bytes")
         }
         let accept = "application/dns-message"
-        let servers = configuration.connection.servers.count
-        var tried = 0
-        return try await client.send("", accept: accept, body: (accept, query), host: "a relayed query of \(query.count) bytes") {
-            answer throws(ServiceClient.AttemptFailure) -> [UInt8] in
-            tried += 1
-            let from = "\(answer.endpoint)"
-            guard answer.status == .ok else {
-                throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code)"))
+        // A SERVFAIL or REFUSED moves on to the next address; the last of them is the answer when none does better.
+        var refusal: [UInt8]?
+        do {
+            return try await client.send("", accept: accept, body: (accept, query), host: "a relayed query of \(query.count) bytes") {
+                answer throws(ServiceClient.AttemptFailure) -> [UInt8] in
+                let from = "\(answer.endpoint)"
+                guard answer.status == .ok else {
+                    throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code)"))
+                }
+                let bytes = Array(buffer: answer.body)
+                if let reason = RelayAnswer.mismatch(query: query, answer: bytes) {
+                    throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent an answer that is not the response to the query: \(reason)"))
+                }
+                let code = bytes[3] & 0x0F
+                if code == 2 || code == 5 {
+                    refusal = bytes
+                    throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(from) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
+                }
+                return bytes
             }
-            let bytes = Array(buffer: answer.body)
-            guard bytes.count >= 12, bytes[0] == query[0], bytes[1] == query[1], bytes[2] & 0x80 != 0 else {
-                throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent something that is not the response to the query"))
-            }
-            let code = bytes[3] & 0x0F
-            // SERVFAIL or REFUSED: the next address may answer, while there is one.
-            if code == 2 || code == 5, tried < servers {
-                throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(from) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
-            }
-            return bytes
+        } catch {
+            if let refusal, error.code != .shutdown { return refusal }
+            throw error
         }
     }
 

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
+import Synchronization
 
 /// What can go wrong on a DoT connection besides TLS itself; the source turns each into a `ResolutionError`.
 enum DoTTransportError: Error, CustomStringConvertible {
@@ -54,14 +55,17 @@ final class DoTConnection: Sendable {
 
     let channel: any Channel
     private let handler: NIOLoopBound<DoTQueryHandler>
+    private let closing: ClosingFlag
 
     private init(channel: any Channel, handler: DoTQueryHandler) {
         self.channel = channel
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        closing = handler.closing
     }
 
-    /// Whether queries can still go out on the connection.
-    var isActive: Bool { channel.isActive }
+    /// Whether queries can still go out on the connection: it is open, and not closing (TLS's close takes a while,
+    /// and a connection the handler gave up on takes no more queries meanwhile).
+    var isActive: Bool { channel.isActive && !closing.isSet }
 
     /// Connects to `endpoint`, TLS and every certificate check included, by `deadline`.
     static func connect(
@@ -144,6 +148,13 @@ final class DoTConnection: Sendable {
     }
 }
 
+/// Set once the handler stops taking queries on its connection; read from any thread.
+final class ClosingFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .relaxed) }
+    func set() { value.store(true, ordering: .relaxed) }
+}
+
 /// Splits the stream into DNS messages: a two-byte length, then that many bytes (RFC 1035 §4.2.2).
 struct DNSLengthPrefixDecoder: ByteToMessageDecoder {
     typealias InboundOut = ByteBuffer
@@ -171,6 +182,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         let timeout: Scheduled<Void>?
         /// Whether it went out on a connection that had answered before.
         let reused: Bool
+        /// How many frames the connection had read when the query was written.
+        let framesReadBefore: Int
     }
 
     private struct Waiting {
@@ -189,9 +202,16 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var nextSerial: UInt64 = 0
     private var nextID = UInt16.random(in: .min ... .max)
     private var answered = 0
+    /// Every frame read, answers to queries that timed out included: a sign the server is still there.
+    private var framesRead = 0
     private var idleClose: Scheduled<Void>?
     private var flushScheduled = false
-    private var closed = false
+    /// Whether the connection takes no more queries; shared with ``DoTConnection/isActive``.
+    let closing = ClosingFlag()
+    private var closed: Bool {
+        get { closing.isSet }
+        set { if newValue { closing.set() } }
+    }
 
     init(settings: DoTConnection.Settings, ready: EventLoopPromise<Void>) {
         self.settings = settings
@@ -259,6 +279,15 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func inFlightTimedOut(_ id: UInt16) {
         guard let query = inFlight.removeValue(forKey: id) else { return }
+        // Nothing at all read since the query went out: the server (or the path to it) is gone, though TCP may not
+        // know for many minutes. The connection is given up before the query fails, so that the next query opens a
+        // new one instead of waiting out its deadline on this one.
+        if framesRead == query.framesReadBefore {
+            closed = true
+            context?.close(promise: nil)
+            query.promise.fail(DoTTransportError.timedOut)
+            return
+        }
         query.promise.fail(DoTTransportError.timedOut)
         sendWaiting()
         scheduleIdleClose()
@@ -272,7 +301,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         let callerID = UInt16(query[0]) << 8 | UInt16(query[1])
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.inFlightTimedOut(id) }
-        inFlight[id] = Query(callerID: callerID, promise: promise, timeout: timeout, reused: answered > 0)
+        inFlight[id] = Query(callerID: callerID, promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
         var buffer = context.channel.allocator.buffer(capacity: 2 + query.count)
         buffer.writeInteger(UInt16(query.count))
         buffer.writeInteger(id)
@@ -291,7 +320,9 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var frame = unwrapInboundIn(data)
+        framesRead += 1
         guard frame.readableBytes >= 12, let id = frame.getInteger(at: frame.readerIndex, as: UInt16.self) else {
+            closed = true
             failAll(DoTTransportError.malformedFrame("\(frame.readableBytes) bytes, shorter than a DNS header"))
             context.close(promise: nil)
             return
@@ -331,10 +362,14 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let ready {
+            // During the handshake: the connection's own failure (a certificate, a peer that is not TLS).
             self.ready = nil
             ready.fail(error)
+            closed = true
+            failAll(error)
         }
-        failAll(error)
+        // After it, an error is the connection ending (TLS's unclean shutdown, a reset): the close fails what is in
+        // flight as closed, so that a query on a reused connection is sent once more on a new one.
         context.close(promise: nil)
     }
 

@@ -197,19 +197,23 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         guard query.count >= 12, query.count <= DNSMessage.maxSize else {
             throw ResolutionError(.badName, "a DNS query of \(query.count) bytes cannot be sent: it must be 12 to 65,535 bytes")
         }
-        let servers = configuration.servers.count
-        var tried = 0
-        return try await exchange(query, subject: "a query of \(query.count) bytes") { answer, server throws(AddressFailover.AttemptFailure) in
-            tried += 1
-            guard answer.count >= 4 else {
-                throw .tryNext(ResolutionError(.malformedAnswer, "\(server) sent an answer shorter than a DNS header"))
+        // A SERVFAIL or REFUSED moves on to the next server; the last of them is the answer when none does better.
+        var refusal: [UInt8]?
+        do {
+            return try await exchange(query, subject: "a query of \(query.count) bytes") { answer, server throws(AddressFailover.AttemptFailure) in
+                if let reason = RelayAnswer.mismatch(query: query, answer: answer) {
+                    throw .tryNext(ResolutionError(.malformedAnswer, "\(server) sent an answer that is not the response to the query: \(reason)"))
+                }
+                let code = answer[3] & 0x0F
+                if code == 2 || code == 5 {
+                    refusal = answer
+                    throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(server) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
+                }
+                return answer
             }
-            let code = answer[3] & 0x0F
-            // SERVFAIL or REFUSED: the next server may answer, while there is one.
-            if code == 2 || code == 5, tried < servers {
-                throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(server) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
-            }
-            return answer
+        } catch {
+            if let refusal, error.code != .shutdown { return refusal }
+            throw error
         }
     }
 
@@ -287,12 +291,28 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         guard let pending else { throw ResolutionError(.shutdown, "the \(name) source was shut down") }
         do {
             // A connection another query started may outlive this one's deadline: wait no longer than it.
-            guard let connection = try await withDeadline(deadline, { try await pending.get() }) else {
-                throw DoTTransportError.timedOut
-            }
-            return connection
+            return try await Self.wait(for: pending, until: deadline)
         } catch {
             throw describe(error, server: server, connecting: true)
+        }
+    }
+
+    /// `future`'s connection, or `DoTTransportError.timedOut` at `deadline`, whichever comes first.
+    private static func wait(for future: EventLoopFuture<DoTConnection>, until deadline: NIODeadline) async throws -> DoTConnection {
+        final class Once: Sendable {
+            private let done = Mutex(false)
+            /// True the first time only.
+            func take() -> Bool { done.withLock { done in defer { done = true }; return !done } }
+        }
+        let once = Once()
+        return try await withCheckedThrowingContinuation { continuation in
+            let timer = future.eventLoop.scheduleTask(deadline: deadline) {
+                if once.take() { continuation.resume(throwing: DoTTransportError.timedOut) }
+            }
+            future.whenComplete { result in
+                timer.cancel()
+                if once.take() { continuation.resume(with: result) }
+            }
         }
     }
 

@@ -102,16 +102,16 @@ final class ServiceClient: Sendable {
             if let name = settings.serverName {
                 configuration.dnsOverride = [name: endpoint.address.description]
             }
-            if settings.serverName != nil || !settings.connection.pins.isEmpty {
+            if endpoint.scheme == .https, settings.serverName != nil || !settings.connection.pins.isEmpty {
                 // Called on each new connection once TLS is up, before the pool takes it: with a server name, the
                 // certificate must hold it as a DNS name (NIOSSL alone also takes one whose IP SAN is the address
                 // connected to, whatever name was asked); with pins, its key must be one of them. HTTP/1.1 only: when
                 // an HTTP/2 connection fails this check, AsyncHTTPClient hears of its close after it has dropped it,
-                // and a pool already shut down by then stops the process (a precondition).
+                // and a pool already shut down by then stops the process (a precondition). (A plain `http://`
+                // address has no certificate to check; it is logged as insecure at start.)
                 configuration.httpVersion = .http1Only
                 let (name, pins) = (settings.serverName, Set(settings.connection.pins))
                 configuration.http1_1ConnectionDebugInitializer = { PeerCertificateCheck.check($0, serverName: name, pins: pins) }
-                configuration.http2ConnectionDebugInitializer = { PeerCertificateCheck.check($0, serverName: name, pins: pins) }
             }
             return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }

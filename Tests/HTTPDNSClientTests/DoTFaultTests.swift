@@ -1,0 +1,135 @@
+import HTTPDNSCore
+import HTTPDNSTesting
+import HTTPDNSWire
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Testing
+
+@testable import HTTPDNSClient
+
+/// `DoTSource` against servers that misbehave, for faults unbound will not produce: a TLS server that takes queries
+/// and never answers, one that echoes each query back (not a response), and a TCP listener that never speaks TLS.
+/// The certificates are made at test time; the servers are SwiftNIO's, on 127.0.0.1, stopped at the end.
+@Suite("DNS over TLS against faulty servers", .timeLimit(.minutes(2)))
+struct DoTFaultTests {
+    enum Behaviour: Sendable {
+        /// Reads and never writes.
+        case silent
+        /// Writes every frame back as it came.
+        case echo
+    }
+
+    final class FaultyHandler: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let behaviour: Behaviour
+        init(_ behaviour: Behaviour) { self.behaviour = behaviour }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if behaviour == .echo { context.writeAndFlush(data, promise: nil) }
+        }
+    }
+
+    /// A TLS server on 127.0.0.1 with a certificate for dot.test, behaving as `behaviour`; `body` gets its endpoint and
+    /// the certificate's path.
+    static func withFaultyServer(_ behaviour: Behaviour, _ body: (DoTEndpoint, String) async throws -> Void) async throws {
+        try await TestCertificate.with(subjectAltName: "DNS:dot.test") { certificate, key in
+            var tls = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
+            )
+            tls.minimumTLSVersion = .tlsv12
+            let context = try NIOSSLContext(configuration: tls)
+            let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([NIOSSLServerHandler(context: context), FaultyHandler(behaviour)])
+                    }
+                }
+                .bind(host: "127.0.0.1", port: 0).get()
+            do {
+                try await body(try DoTEndpoint(address: IPAddress("127.0.0.1")!, port: server.localAddress!.port!), certificate)
+            } catch {
+                try? await server.close()
+                throw error
+            }
+            try await server.close()
+        }
+    }
+
+    static func source(_ endpoint: DoTEndpoint, certificate: String, attempt: Duration = .milliseconds(300)) throws -> DoTSource {
+        var configuration = DoTSource.Configuration(servers: [endpoint])
+        configuration.serverName = "dot.test"
+        configuration.extraTrustRootsPEMFile = certificate
+        configuration.budget = attempt
+        configuration.attemptTimeout = attempt
+        return try DoTSource(configuration: configuration)
+    }
+
+    /// The server takes the query and never answers: the lookup times out, and the connection, on which nothing at all
+    /// was read since the query went out, is closed, so that the next query opens a new one instead of waiting on a
+    /// dead one.
+    @Test func aServerThatNeverAnswersLosesItsConnection() async throws {
+        try await Self.withFaultyServer(.silent) { endpoint, certificate in
+            let source = try Self.source(endpoint, certificate: certificate)
+            let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
+            #expect(error?.code == .timeout, "\(String(describing: error))")
+            // Given up: the next query opens a new connection.
+            #expect(await source.currentConnection(at: 0)?.isActive != true)
+            _ = try? await source.query(try HostName("b.dot.test"), families: .ipv4)
+            #expect(source.connectionsOpened == 2)
+            await source.shutdown()
+        }
+    }
+
+    /// The server echoes the query: an ID that matches but no response. A relay refuses it as not the response to
+    /// the query, and so does a lookup.
+    @Test func aQueryEchoedBackIsNotTakenForItsAnswer() async throws {
+        try await Self.withFaultyServer(.echo) { endpoint, certificate in
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(5))
+            let query = try DNSMessage(id: 42, recursionDesired: true, questions: [.init(name: "dot.test", type: .mx)]).encoded()
+            let relayed = await #expect(throws: ResolutionError.self) { try await source.send(query) }
+            #expect(relayed?.code == .malformedAnswer, "\(String(describing: relayed))")
+            #expect(relayed?.message.contains("not a response") == true, "\(String(describing: relayed))")
+            let looked = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
+            #expect(looked?.code == .malformedAnswer, "\(String(describing: looked))")
+            await source.shutdown()
+        }
+    }
+
+    /// A port that takes the TCP connection and never speaks TLS: the handshake is bounded by the attempt's
+    /// deadline, and the lookup fails as a timeout.
+    @Test func aPeerThatNeverSpeaksTLSTimesOut() async throws {
+        let listener = try SilentTCPListener()
+        let endpoint = try DoTEndpoint(address: IPAddress("127.0.0.1")!, port: listener.port)
+        try await TestCertificate.with(subjectAltName: "DNS:dot.test") { certificate, _ in
+            let source = try Self.source(endpoint, certificate: certificate)
+            let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
+            #expect(error?.code == .timeout, "\(String(describing: error))")
+            await source.shutdown()
+        }
+        withExtendedLifetime(listener) {}
+    }
+
+    /// The relay's check of an answer against its query, byte by byte.
+    @Test func relayAnswersAreCheckedAgainstTheirQuery() throws {
+        let query = try DNSMessage(id: 7, recursionDesired: true, questions: [.init(name: "Example.test", type: .txt)]).encoded()
+        var answer = query
+        answer[2] |= 0x80
+        #expect(RelayAnswer.mismatch(query: query, answer: answer) == nil)
+        var lowered = answer
+        for index in 12..<lowered.count where (65...90).contains(lowered[index]) { lowered[index] |= 0x20 }
+        #expect(RelayAnswer.mismatch(query: query, answer: lowered) == nil, "case does not matter")
+        #expect(RelayAnswer.mismatch(query: query, answer: query) != nil, "QR clear")
+        var otherID = answer
+        otherID[1] = 8
+        #expect(RelayAnswer.mismatch(query: query, answer: otherID) != nil)
+        let other = try DNSMessage(id: 7, recursionDesired: true, questions: [.init(name: "example.test", type: .a)]).encoded()
+        var otherAnswer = other
+        otherAnswer[2] |= 0x80
+        #expect(RelayAnswer.mismatch(query: query, answer: otherAnswer) != nil, "another type")
+        #expect(RelayAnswer.mismatch(query: query, answer: Array(answer.prefix(11))) != nil)
+    }
+}
