@@ -26,8 +26,11 @@ public struct HealthSettings: Sendable {
     /// The probe names asked when none are given: a name every resolver knows.
     public static let defaultHosts = ["example.com"]
 
-    /// The HTTPDNS services, each checked on its own; nil when none are set.
+    /// The HTTPDNS services, each checked on its own; nil when none are set, or when `servers` are DNS-over-TLS
+    /// servers.
     public var service: ServiceConnection?
+    /// The DNS-over-TLS servers, each checked on its own, when `servers` are `tls://IP[:PORT]` ones; else nil.
+    public var dot: DoTSource.Configuration?
     /// The DNS servers, each checked on its own. Empty: the system's, from `/etc/resolv.conf`.
     public var dnsServers: [DNSServerAddress] = []
     /// How c-ares asks each DNS server.
@@ -52,10 +55,20 @@ public struct HealthSettings: Sendable {
             timeout = .milliseconds(value)
         }
         if try await reader.isGiven(Self.servers) {
-            var connection = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
-            connection.budget = timeout
-            connection.attemptTimeout = timeout
-            service = connection
+            // One kind in the list, never both (`SettingKind.serviceURLs` refuses a mix).
+            if try await reader.strings(Self.servers)?.first?.hasPrefix("tls://") == true {
+                var configuration = try await reader.library("service") { (config) throws(ConfigurationError) in
+                    try await DoTSource.Configuration(configReader: config)
+                }
+                configuration.budget = timeout
+                configuration.attemptTimeout = timeout
+                dot = configuration
+            } else {
+                var connection = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
+                connection.budget = timeout
+                connection.attemptTimeout = timeout
+                service = connection
+            }
         } else {
             for setting in [Self.serverName, Self.cacert, Self.pins] {
                 guard try await !reader.isGiven(setting) else { throw SettingError("--server-name, --cacert and --pin (serverName, cacert, pins) describe a service: name one with --server URL") }

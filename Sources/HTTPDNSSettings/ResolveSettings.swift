@@ -10,12 +10,15 @@ import HTTPDNSCore
 public struct ResolveSettings: Sendable {
     /// Where `resolve` asks.
     public enum Source: String, Sendable, CaseIterable {
-        /// The policy: the HTTPDNS service (native API), then c-ares, then the system resolver, with the guard.
+        /// The policy: the HTTPDNS service (native API), or the DNS-over-TLS servers when `servers` are `tls://`
+        /// ones, then c-ares, then the system resolver, with the guard.
         case auto
         /// The HTTPDNS service's native API (`/d`).
         case httpdns
         /// RFC 8484 DoH, at the URL's path or `/dns-query`.
         case doh
+        /// DNS over TLS (RFC 7858) to `tls://IP[:PORT]` servers.
+        case dot
         /// Plain DNS through c-ares.
         case cares
         /// getaddrinfo.
@@ -51,8 +54,10 @@ public struct ResolveSettings: Sendable {
     ]
 
     public var source = Source.cares
-    /// How the HTTPDNS service is reached; nil when no `servers` are set.
+    /// How the HTTPDNS service is reached; nil when no `servers` are set, or when they are DNS-over-TLS servers.
     public var service: ServiceConnection?
+    /// The DNS-over-TLS servers and how they are reached, when `servers` are `tls://IP[:PORT]` ones; else nil.
+    public var dot: DoTSource.Configuration?
     /// What `auto` asks when the service fails, in order: `cares`, `system`, or both (the default).
     public var fallbacks: [String] = ["cares", "system"]
     /// How c-ares asks.
@@ -60,14 +65,22 @@ public struct ResolveSettings: Sendable {
     public var families = AddressFamilies.all
     public var json = false
 
-    /// Reads every key, the service's through `ServiceConnection(configReader:)` (section `service`) and c-ares's
+    /// Reads every key, the service's through `ServiceConnection(configReader:)` (section `service`), or, for
+    /// `tls://` servers, through `DoTSource.Configuration(configReader:)` (the same section and keys), and c-ares's
     /// through `CAresSource.Configuration(configReader:)` (section `cares`), and checks that they fit together and
     /// the libraries accept them.
     /// - Throws: ``SettingError`` naming the key, and where its value came from when that is where it went wrong.
     public init(reading reader: SettingsReader) async throws(SettingError) {
         if let text = try await reader.string(Self.source) { source = Source(rawValue: text)! }
         if try await reader.isGiven(Self.servers) {
-            service = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
+            // One kind in the list, never both (`SettingKind.serviceURLs` refuses a mix).
+            if try await reader.strings(Self.servers)?.first?.hasPrefix("tls://") == true {
+                dot = try await reader.library("service") { (config) throws(ConfigurationError) in
+                    try await DoTSource.Configuration(configReader: config)
+                }
+            } else {
+                service = try await reader.library("service") { (config) throws(ConfigurationError) in try await ServiceConnection(configReader: config) }
+            }
         }
         let fallbackList = try await reader.strings(Self.fallbacks)
         if let fallbackList { fallbacks = fallbackList }
@@ -96,15 +109,51 @@ public struct ResolveSettings: Sendable {
     /// The keys must fit the source, wherever each came from (a flag, a variable or the file: keys that cannot apply
     /// are refused rather than silently unused), and the libraries must accept what they make.
     private func check(serviceKeysSet: Bool, caresKeysSet: [String]) throws(SettingError) {
-        if source.asksService, service == nil {
-            throw SettingError(.inconsistent, "--source \(source.rawValue) asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS)")
-        }
-        if !source.asksService, service != nil || serviceKeysSet {
-            throw SettingError(
-                "--server, --server-name, --cacert, --pin, --budget-ms and --attempt-timeout-ms "
-                    + "(servers, serverName, cacert, pins, budgetMs, attemptTimeoutMs; "
-                    + "HTTPDNS_SERVERS, …) apply to --source auto, httpdns or doh, not \(source.rawValue)"
-            )
+        switch source {
+        case .dot:
+            if let service {
+                throw SettingError(
+                    .inconsistent,
+                    "--source dot asks DNS-over-TLS servers, tls://IP[:PORT], and --server (servers, HTTPDNS_SERVERS) names an HTTPDNS "
+                        + "service, \(service.servers[0]): ask it with --source httpdns, doh or auto, or name a tls:// server"
+                )
+            }
+            if dot == nil {
+                throw SettingError(
+                    .inconsistent,
+                    "--source dot asks DNS-over-TLS servers: name one with --server tls://IP[:PORT] (servers, HTTPDNS_SERVERS)"
+                )
+            }
+        case .httpdns, .doh:
+            if let dot {
+                throw SettingError(
+                    .inconsistent,
+                    "--source \(source.rawValue) asks an HTTPDNS service, https://IP[:PORT][/PATH], and --server (servers, HTTPDNS_SERVERS) "
+                        + "names a DNS-over-TLS server, \(dot.servers[0]): ask it with --source dot or auto, or name an https:// service"
+                )
+            }
+            if service == nil {
+                throw SettingError(
+                    .inconsistent,
+                    "--source \(source.rawValue) asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS)"
+                )
+            }
+        case .auto:
+            if service == nil, dot == nil {
+                throw SettingError(
+                    .inconsistent,
+                    "--source auto asks an HTTPDNS service: name one with --server URL (servers, HTTPDNS_SERVERS), "
+                        + "https://IP[:PORT][/PATH], or DNS-over-TLS servers with tls://IP[:PORT]"
+                )
+            }
+        case .cares, .system:
+            if service != nil || dot != nil || serviceKeysSet {
+                throw SettingError(
+                    "--server, --server-name, --cacert, --pin, --budget-ms and --attempt-timeout-ms "
+                        + "(servers, serverName, cacert, pins, budgetMs, attemptTimeoutMs; "
+                        + "HTTPDNS_SERVERS, …) apply to --source auto, httpdns, doh or dot, not \(source.rawValue)"
+                )
+            }
         }
         if source == .system, !cares.servers.isEmpty {
             throw SettingError(.inconsistent, "--dns (dns, HTTPDNS_DNS) applies to --source cares or auto; the system resolver uses /etc/resolv.conf")

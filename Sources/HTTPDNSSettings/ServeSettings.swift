@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HTTPDNSCAres
+import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSServer
 
@@ -10,8 +11,17 @@ import HTTPDNSServer
 /// under the key a user wrote.
 public struct ServeSettings: Sendable {
     public static let listen = Setting("listen", .hostAndPort, flag: "--listen")
-    public static let upstream = Setting("upstream", .dnsServers, flag: "--upstream", libraryKey: "upstream.servers")
+    /// Plain `IP[:PORT]` upstreams go to c-ares (``upstream``), `tls://` ones to DNS over TLS (``dot``); read by the
+    /// command itself, so that it may hold either.
+    public static let upstream = Setting("upstream", .upstreams, flag: "--upstream")
     public static let upstreamTCP = Setting("upstreamTCP", .flag, flag: "--upstream-tcp")
+    public static let upstreamCACert = Setting(
+        "upstreamCACert",
+        .text,
+        flag: "--upstream-cacert",
+        environmentVariable: "HTTPDNS_UPSTREAM_CACERT"
+    )
+    public static let upstreamPins = Setting("upstreamPins", .pins, flag: "--upstream-pin", environmentVariable: "HTTPDNS_UPSTREAM_PINS")
     public static let tlsCert = Setting("tlsCert", .text, flag: "--tls-cert", libraryKey: "server.tlsCertificatePath")
     public static let tlsKey = Setting("tlsKey", .text, flag: "--tls-key", libraryKey: "server.tlsKeyPath")
     public static let maxHostsPerBatch = Setting("maxHostsPerBatch", .positiveInteger, libraryKey: "server.maxHostsPerBatch")
@@ -44,7 +54,7 @@ public struct ServeSettings: Sendable {
 
     /// Every key of `httpdns serve`, in the order docs/SERVICE.md lists them.
     public static let table: [Setting] = [
-        listen, upstream, upstreamTCP, tlsCert, tlsKey, maxHostsPerBatch, maxURLLength, maxDNSMessageBytes,
+        listen, upstream, upstreamTCP, upstreamCACert, upstreamPins, tlsCert, tlsKey, maxHostsPerBatch, maxURLLength, maxDNSMessageBytes,
         rateLimitPerSecond, rateLimitBurst, maxConnections, idleTimeoutSeconds, headerTimeoutSeconds, maxRequestBodyBytesHeld,
         maxOpenStreams, logLevel, accounts, upstreamTimeoutMs, upstreamTries, cacheMaxEntries,
         cacheMinTTLSeconds, cacheMaxTTLSeconds, cacheNegativeTTLSeconds, cacheMaxStaleSeconds,
@@ -52,8 +62,10 @@ public struct ServeSettings: Sendable {
 
     /// The service's settings.
     public var server = HTTPDNSServerConfiguration()
-    /// How the service's c-ares source reaches the upstream.
+    /// How the service's c-ares source reaches the upstream: plain DNS, when no upstream is `tls://`.
     public var upstream = CAresSource.Configuration()
+    /// DNS over TLS to the upstreams, when they are `tls://` (then ``upstream`` is not used); nil for plain DNS.
+    public var dot: DoTSource.Configuration?
     /// The resolver cache's settings.
     public var cache = ResolverCache.Configuration()
     /// `trace` … `critical`.
@@ -71,6 +83,7 @@ public struct ServeSettings: Sendable {
             (server.host, server.port) = (listen.host, listen.port)
         }
         if try await reader.bool(Self.upstreamTCP) == true { upstream.transport = .tcp }
+        try await readUpstreams(reader)
         // Documented: a burst below 1 is raised to 1 (a bucket must hold at least one request).
         server.rateLimitBurst = max(1, server.rateLimitBurst)
         if let value = try await reader.string(Self.logLevel) { logLevel = value }
@@ -88,6 +101,81 @@ public struct ServeSettings: Sendable {
         cache.maxNegativeTTL = max(cache.maxNegativeTTL, cache.negativeTTL)
         cache.minNegativeTTL = min(cache.minNegativeTTL, cache.negativeTTL)
         try validate()
+    }
+
+    /// The settings that apply to plain DNS upstreams only (c-ares's).
+    static let plainUpstreamSettings = [upstreamTCP, upstreamTimeoutMs, upstreamTries]
+
+    /// Splits the upstreams into plain DNS (c-ares) and DNS over TLS, which one service does not mix, and refuses the
+    /// settings of the kind not in use.
+    private mutating func readUpstreams(_ reader: SettingsReader) async throws(SettingError) {
+        var plain: [DNSServerAddress] = []
+        var tls: [(endpoint: DoTEndpoint, name: String?)] = []
+        for text in try await reader.strings(Self.upstream) ?? [] {
+            // Checked and made canonical as it was read (SettingKind.upstreams): this cannot fail.
+            let server: UpstreamServer
+            do {
+                server = try UpstreamServer(parsing: text)
+            } catch {
+                throw SettingError(.invalidValue, "\(Self.upstream.names) holds a server that cannot be used: \(error)", cause: error)
+            }
+            switch server.kind {
+            case .plain(let address): plain.append(address)
+            case .tls(let endpoint, let name): tls.append((endpoint, name))
+            }
+        }
+        let cacert = try await reader.string(Self.upstreamCACert)
+        let pins = try await reader.strings(Self.upstreamPins) ?? []
+        guard let first = tls.first else {
+            upstream.servers = plain
+            let tlsOnly = (cacert == nil ? [] : [Self.upstreamCACert.names]) + (pins.isEmpty ? [] : [Self.upstreamPins.names])
+            if !tlsOnly.isEmpty {
+                let upstreams =
+                    plain.isEmpty ? "no upstream is set, so the system's resolvers are asked over plain DNS" : "the upstreams are plain DNS"
+                throw SettingError(
+                    .inconsistent,
+                    "\(tlsOnly.joined(separator: " and ")) \(tlsOnly.count == 1 ? "applies" : "apply") to DNS-over-TLS upstreams "
+                        + "(--upstream tls://IP[:PORT][#NAME]), but \(upstreams)"
+                )
+            }
+            return
+        }
+        if let address = plain.first {
+            throw SettingError(
+                .inconsistent,
+                "\(Self.upstream.names) mixes plain DNS (\(address)) and DNS over TLS (\(first.endpoint)): the service does not mix "
+                    + "them yet; make every upstream tls://, or every one plain"
+            )
+        }
+        if let other = tls.first(where: { $0.name != first.name }) {
+            func named(_ server: (endpoint: DoTEndpoint, name: String?)) -> String {
+                "\(server.endpoint)\(server.name.map { "#\($0)" } ?? " (no #NAME: the certificate must hold its address)")"
+            }
+            throw SettingError(
+                .inconsistent,
+                "\(Self.upstream.names): every tls:// upstream must have the same #NAME, the one name the service checks their "
+                    + "certificates for, but \(named(first)) and \(named(other)) differ"
+            )
+        }
+        var plainOnly: [String] = []
+        for setting in Self.plainUpstreamSettings {
+            if try await reader.isSet(setting) { plainOnly.append(setting.names) }
+        }
+        if let last = plainOnly.last {
+            let settings = plainOnly.count == 1 ? "\(last) applies" : "\(plainOnly.dropLast().joined(separator: ", ")) and \(last) apply"
+            throw SettingError(.inconsistent, "\(settings) to plain DNS upstreams (c-ares), not to tls:// ones")
+        }
+        var dot = DoTSource.Configuration(servers: tls.map(\.endpoint))
+        dot.serverName = first.name
+        dot.extraTrustRootsPEMFile = cacert
+        for text in pins {
+            do {
+                dot.pins.append(try SPKIPin(parsing: text))
+            } catch {
+                throw SettingError(.invalidValue, "\(Self.upstreamPins.names) holds a pin that cannot be used: \(error)", cause: error)
+            }
+        }
+        self.dot = dot
     }
 
     /// The library keys these settings fill, by the key a user writes.
@@ -130,6 +218,17 @@ public struct ServeSettings: Sendable {
             _ = try server.tlsConfiguration()
         } catch {
             throw SettingError(.unreadableFile, "\(error)", cause: error)
+        }
+        if let dot {
+            do {
+                try dot.validate()
+            } catch {
+                throw SettingError(error.code == .inconsistent ? .inconsistent : .invalidValue, "\(Self.upstream.names): \(error)", cause: error)
+            }
+            // Whether it holds certificates is found when the source is made, at start-up.
+            if let path = dot.extraTrustRootsPEMFile, !FileManager.default.isReadableFile(atPath: path) {
+                throw SettingError(.unreadableFile, "cannot read \(path), the file of \(Self.upstreamCACert.names)")
+            }
         }
     }
 }

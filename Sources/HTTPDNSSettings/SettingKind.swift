@@ -13,7 +13,11 @@ public enum SettingKind: Sendable, Hashable {
     /// DNS servers, `IP[:PORT]` or `[IPv6]:PORT` each: a JSON array or string in a file, comma-separated text in
     /// the environment, a repeated flag.
     case dnsServers
-    /// HTTPDNS service URLs, `https://IP[:PORT][/PATH]` each (``ServiceEndpoint``), listed as ``dnsServers`` are.
+    /// The upstreams of `httpdns serve`, listed as ``dnsServers`` are: plain DNS, `IP[:PORT]`, or DNS over TLS,
+    /// `tls://IP[:PORT][#NAME]`, `#NAME` the name the server's certificate must hold (without it, the address).
+    case upstreams
+    /// HTTPDNS service URLs, `https://IP[:PORT][/PATH]` each (``ServiceEndpoint``), or DNS-over-TLS servers,
+    /// `tls://IP[:PORT]` each (``DoTEndpoint``), listed as ``dnsServers`` are; one list holds one kind, never both.
     case serviceURLs
     /// SPKI SHA-256 pins, `sha256//BASE64` each (``SPKIPin``), listed as ``dnsServers`` are.
     case pins
@@ -40,7 +44,7 @@ public enum SettingKind: Sendable, Hashable {
     /// Whether the value is a list: a JSON array in the file, comma-separated in a variable, a repeated flag.
     var isList: Bool {
         switch self {
-        case .dnsServers, .serviceURLs, .pins, .hostNames, .hostPatterns, .choices: true
+        case .dnsServers, .upstreams, .serviceURLs, .pins, .hostNames, .hostPatterns, .choices: true
         default: false
         }
     }
@@ -48,8 +52,9 @@ public enum SettingKind: Sendable, Hashable {
     /// Reads a value from the configuration file.
     func read(json value: JSONValue, from origin: SettingOrigin, isSecret: Bool) throws(SettingError) -> ConfigContent {
         switch (self, value) {
-        case (.dnsServers, .array(let elements)), (.serviceURLs, .array(let elements)), (.pins, .array(let elements)),
-            (.hostNames, .array(let elements)), (.hostPatterns, .array(let elements)), (.choices, .array(let elements)):
+        case (.dnsServers, .array(let elements)), (.upstreams, .array(let elements)), (.serviceURLs, .array(let elements)),
+            (.pins, .array(let elements)), (.hostNames, .array(let elements)), (.hostPatterns, .array(let elements)),
+            (.choices, .array(let elements)):
             var texts: [String] = []
             for element in elements {
                 guard case .string(let text) = element else { throw SettingError(origin, "must be a list of strings, not \(element.kind) in it") }
@@ -57,7 +62,7 @@ public enum SettingKind: Sendable, Hashable {
             }
             return try checkedList(texts, from: origin)
         case (.dnsServers, .string(let text)), (.serviceURLs, .string(let text)), (.pins, .string(let text)), (.hostNames, .string(let text)),
-            (.hostPatterns, .string(let text)), (.choices, .string(let text)):
+            (.upstreams, .string(let text)), (.hostPatterns, .string(let text)), (.choices, .string(let text)):
             return try checkedList([text], from: origin)
         case (.flag, .bool(let flag)):
             return .bool(flag)
@@ -86,7 +91,7 @@ public enum SettingKind: Sendable, Hashable {
                 throw SettingError(origin, "must be HOST:PORT (for IPv6, [ADDRESS]:PORT), not \(shown)")
             }
             return .string(text)
-        case .dnsServers, .serviceURLs, .pins, .hostNames, .hostPatterns, .choices:
+        case .dnsServers, .upstreams, .serviceURLs, .pins, .hostNames, .hostPatterns, .choices:
             // Comma-separated; empty entries are skipped, so an empty value names none (for DNS servers, the
             // system's).
             return try checkedList(text.split(separator: ",").map(String.init), from: origin)
@@ -134,7 +139,8 @@ public enum SettingKind: Sendable, Hashable {
         case .text: "a non-empty string"
         case .hostAndPort: "HOST:PORT"
         case .dnsServers: "a list of DNS servers, IP[:PORT] each"
-        case .serviceURLs: "a list of service URLs, https://IP[:PORT][/PATH] each"
+        case .upstreams: "a list of upstreams, IP[:PORT] (plain DNS) or tls://IP[:PORT][#NAME] (DNS over TLS) each"
+        case .serviceURLs: "a list of service URLs, https://IP[:PORT][/PATH] each, or of DNS-over-TLS servers, tls://IP[:PORT] each"
         case .pins: "a list of SPKI SHA-256 pins, sha256//BASE64 each"
         case .hostNames: "a list of host names"
         case .hostPatterns: "a list of host patterns (a name, or .example.com for every name under it)"
@@ -168,7 +174,8 @@ public enum SettingKind: Sendable, Hashable {
                         throw SettingError(origin, "must be a list of \(Self.list(words)), not '\(trimmed)' in it")
                     }
                     items.append(trimmed)
-                case .serviceURLs: items.append(try ServiceEndpoint(parsing: trimmed).description)
+                case .serviceURLs: items.append(try Self.serviceURL(trimmed))
+                case .upstreams: items.append(try UpstreamServer(parsing: trimmed).description)
                 case .pins: items.append(try SPKIPin(parsing: trimmed).description)
                 case .hostNames: items.append(try HostName(trimmed).value)
                 case .hostPatterns:
@@ -181,6 +188,7 @@ public enum SettingKind: Sendable, Hashable {
             } catch {
                 let noun =
                     switch self {
+                    case .serviceURLs where trimmed.hasPrefix("tls://"): "a DNS-over-TLS server"
                     case .serviceURLs: "a service URL"
                     case .pins: "a pin"
                     case .hostNames: "a host name"
@@ -190,7 +198,29 @@ public enum SettingKind: Sendable, Hashable {
                 throw SettingError(.invalidValue, origin, "holds \(noun) that cannot be used: \(error)", cause: error)
             }
         }
+        if self == .serviceURLs, let tls = items.first(where: { $0.hasPrefix("tls://") }), let https = items.first(where: { !$0.hasPrefix("tls://") }) {
+            throw SettingError(
+                .inconsistent,
+                origin,
+                "mixes DNS-over-TLS servers (\(tls)) and HTTPDNS services (\(https)): "
+                    + "one command asks either tls:// servers or https:// services, not both"
+            )
+        }
         return .stringArray(items)
+    }
+
+    /// A service URL (`https://…`, or `http://…` written out) or a DNS-over-TLS server (`tls://…`), in its canonical
+    /// form.
+    private static func serviceURL(_ text: String) throws(ServiceEndpointError) -> String {
+        if text.hasPrefix("tls://") { return try DoTEndpoint(parsing: text).description }
+        guard text.hasPrefix("https://") || text.hasPrefix("http://") else {
+            throw ServiceEndpointError(
+                .invalidScheme,
+                text: text,
+                reason: "must start with https:// (an HTTPDNS service; http:// only written out) or tls:// (a DNS-over-TLS server)"
+            )
+        }
+        return try ServiceEndpoint(parsing: text).description
     }
 }
 

@@ -11,7 +11,7 @@ import HTTPDNSWire
 struct ResolveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resolve",
-        abstract: "Resolve a host name through an HTTPDNS service, DoH, c-ares, the system resolver, or the policy over them.",
+        abstract: "Resolve a host name through an HTTPDNS service, DoH, DNS over TLS, c-ares, the system resolver, or the policy over them.",
         discussion: """
             Settings come from --config (JSON), then HTTPDNS_… environment variables, then flags; later wins. \
             Every key is in docs/CLI.md. Exit codes: 0 answered; 1 the name has no address (NXDOMAIN or no data), \
@@ -26,7 +26,12 @@ struct ResolveCommand: AsyncParsableCommand {
     @Option(help: "A JSON configuration file (also HTTPDNS_CONFIG).")
     var config: String?
 
-    @Option(help: "auto (the policy), httpdns (native API), doh, cares or system (default cares).")
+    @Option(
+        help: """
+            auto (the policy: the service, or the tls:// servers, then the fallbacks), httpdns (native API), doh, \
+            dot (DNS over TLS to tls:// servers), cares or system (default cares).
+            """
+    )
     var source: String?
 
     @OptionGroup var service: ServiceOptions
@@ -204,10 +209,21 @@ struct Sources {
             shutdowns.append { await source.shutdown() }
             return source
         }
+        func dot(_ configuration: DoTSource.Configuration) throws -> DoTSource {
+            let source = try DoTSource(configuration: configuration)
+            shutdowns.append { await source.shutdown() }
+            return source
+        }
         do {
             switch settings.source {
             case .auto:
-                let trusted = try native(settings.service!)
+                // The tls:// servers when `servers` names them, else the HTTPDNS service's native API.
+                let trusted: any ResolutionSource
+                if let configuration = settings.dot {
+                    trusted = try dot(configuration)
+                } else {
+                    trusted = try native(settings.service!)
+                }
                 var fallbacks: [any ResolutionSource] = []
                 for name in settings.fallbacks {
                     fallbacks.append(name == "cares" ? try cares() : SystemSource())
@@ -220,6 +236,8 @@ struct Sources {
                 let source = try DoHSource(configuration: .init(connection: settings.service!))
                 shutdowns.append { await source.shutdown() }
                 return Sources(resolver: nil, cache: try ResolverCache(source: source), shutdowns: shutdowns)
+            case .dot:
+                return Sources(resolver: nil, cache: try ResolverCache(source: try dot(settings.dot!)), shutdowns: shutdowns)
             case .cares:
                 return Sources(resolver: nil, cache: try ResolverCache(source: try cares()), shutdowns: shutdowns)
             case .system:
@@ -232,11 +250,12 @@ struct Sources {
     }
 
     /// Through the policy for `auto`; otherwise through the one source, a local resolver's answer judged by the
-    /// guard's rules that need no trusted answer (a private address for a public name), for the record only.
+    /// guard's rules that need no trusted answer (a private address for a public name), for the record only. The
+    /// service's answers, and those of DNS over TLS, are the trusted ones: no verdict on them.
     func resolve(_ host: HostName, families: AddressFamilies) async throws -> HostResolver.Answer {
         if let resolver { return try await resolver.resolve(host, families: families) }
         let resolution = try await cache!.resolve(host, families: families)
-        let trustedSource = cache!.source is NativeServiceSource || cache!.source is DoHSource
+        let trustedSource = cache!.source is NativeServiceSource || cache!.source is DoHSource || cache!.source is DoTSource
         let verdict = trustedSource ? .ok : guardOnly.judge(resolution.addresses, host: host, trusted: nil)
         return HostResolver.Answer(resolution: resolution, fallback: false, verdict: verdict)
     }

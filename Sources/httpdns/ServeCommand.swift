@@ -28,11 +28,23 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Where to listen, HOST:PORT or [IPv6]:PORT (default 127.0.0.1:8053).")
     var listen: String?
 
-    @Option(name: .customLong("upstream"), help: "An upstream DNS server, IP[:PORT]; repeatable (default: /etc/resolv.conf).")
+    @Option(
+        name: .customLong("upstream"),
+        help: """
+            An upstream DNS server: IP[:PORT] (plain DNS), or tls://IP[:PORT][#NAME] (DNS over TLS, port 853; the \
+            certificate must hold NAME, else the IP); repeatable, all of one kind (default: /etc/resolv.conf).
+            """
+    )
     var upstreams: [String] = []
 
-    @Flag(name: .customLong("upstream-tcp"), help: "Ask the upstream servers over TCP.")
+    @Flag(name: .customLong("upstream-tcp"), help: "Ask plain DNS upstream servers over TCP.")
     var upstreamTCP = false
+
+    @Option(name: .customLong("upstream-cacert"), help: "A PEM file of CA certificates to trust for tls:// upstreams, besides the system's.")
+    var upstreamCACert: String?
+
+    @Option(name: .customLong("upstream-pin"), help: "An SPKI pin, sha256//BASE64, that the tls:// upstreams' key must match; repeatable.")
+    var upstreamPins: [String] = []
 
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain; with --tls-key, serve TLS with ALPN h2 and http/1.1.")
     var tlsCert: String?
@@ -49,6 +61,8 @@ struct ServeCommand: AsyncParsableCommand {
         flags[ServeSettings.listen.key] = listen.map { [$0] }
         flags[ServeSettings.upstream.key] = upstreams
         flags[ServeSettings.upstreamTCP.key] = upstreamTCP ? ["true"] : nil
+        flags[ServeSettings.upstreamCACert.key] = upstreamCACert.map { [$0] }
+        flags[ServeSettings.upstreamPins.key] = upstreamPins
         flags[ServeSettings.tlsCert.key] = tlsCert.map { [$0] }
         flags[ServeSettings.tlsKey.key] = tlsKey.map { [$0] }
         flags[ServeSettings.logLevel.key] = logLevel.map { [$0] }
@@ -76,12 +90,13 @@ struct ServeCommand: AsyncParsableCommand {
         let metrics = MetricsEndpoint(contentType: "text/plain; version=0.0.4; charset=utf-8") {
             var text: [UInt8] = []
             registry.emit(into: &text)
-            return PrometheusExposition.withHelp(text, help: ResolverMetricFamilies.help.merging(ServerMetricFamilies.help) { first, _ in first })
+            let help = ResolverMetricFamilies.help.merging(ServerMetricFamilies.help) { first, _ in first }
+            return PrometheusExposition.withHelp(text, help: help.merging(ServeUpstream.help) { first, _ in first })
         }
-        let source: CAresSource
+        let source: ServeUpstream
         let service: HTTPDNSService
         do {
-            source = try CAresSource(configuration: settings.upstream, logger: logger)
+            source = try ServeUpstream(settings: settings, logger: logger)
             // The settings passed these libraries' checks already; these cannot fail, but if they did, they would
             // say why and exit 2, like any other setting.
             let cache = try ResolverCache(source: source, configuration: settings.cache, logger: logger)
@@ -95,10 +110,17 @@ struct ServeCommand: AsyncParsableCommand {
             metadata: [
                 "listen": "\(serverConfiguration.host):\(serverConfiguration.port)",
                 "tls": "\(serverConfiguration.tlsCertificatePath != nil)",
-                "upstream": "\(source.upstreamDescription)",
+                "upstream": "\(source.logDescription)",
+                "upstream.transport": "\(source.transport)",
                 "accounts": "\(serverConfiguration.accounts.count)",
             ]
         )
+        if !source.isEncrypted {
+            let warning =
+                "the upstream path is unencrypted: plain DNS (\(source.transport)) to \(source.logDescription) can be read and changed "
+                + "by anyone on the way; use tls:// upstreams (DNS over TLS) to close it"
+            logger.warning("\(warning)")
+        }
         let startedLogger = logger
         // The source comes first: the group shuts services down in reverse order, so the service drains its
         // requests before the source it resolves through stops.
@@ -108,7 +130,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let group = ServiceGroup(
                 configuration: .init(
-                    services: [.init(service: source, serviceName: "c-ares"), .init(service: application, serviceName: "httpdns")],
+                    services: [.init(service: source, serviceName: source.name), .init(service: application, serviceName: "httpdns")],
                     gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger
                 )

@@ -5,9 +5,12 @@ import HTTPDNSSettings
 // every command that takes it. Each group puts what was given into a command's flags by setting key; the keys are
 // `ResolveSettings`'s, which `HealthSettings` spells alike (a key a command's table lacks would be ignored).
 
-/// How the HTTPDNS service is reached: `--server`, `--server-name`, `--cacert`, `--pin`.
+/// How the HTTPDNS service, or the DNS-over-TLS servers, are reached: `--server`, `--server-name`, `--cacert`, `--pin`.
 struct ServiceOptions: ParsableArguments {
-    @Option(name: .customLong("server"), help: "An address of the HTTPDNS service, https://IP[:PORT][/PATH]; repeatable.")
+    @Option(
+        name: .customLong("server"),
+        help: "An address of the HTTPDNS service, https://IP[:PORT][/PATH], or a DNS-over-TLS server, tls://IP[:PORT]; repeatable."
+    )
     var servers: [String] = []
 
     @Option(

@@ -147,7 +147,7 @@ struct ResolveServiceCommandTests {
 
     static let badInputs = [
         BadInput(label: "doh without a server", arguments: ["--source", "doh"], fragment: "--source doh asks an HTTPDNS service"),
-        BadInput(label: "a server for c-ares", arguments: ["--server", "https://127.0.0.1:8443"], fragment: "apply to --source auto, httpdns or doh"),
+        BadInput(label: "a server for c-ares", arguments: ["--server", "https://127.0.0.1:8443"], fragment: "apply to --source auto, httpdns, doh or dot"),
         BadInput(label: "a server by name", arguments: ["--source", "doh", "--server", "https://dns.example:443"], fragment: "--server holds a service URL that cannot be used"),
         BadInput(label: "a short pin", arguments: ["--source", "doh", "--server", "https://127.0.0.1", "--pin", "sha256//abc"], fragment: "is not an SPKI SHA-256 pin"),
         BadInput(label: "a pin over plain HTTP", arguments: ["--source", "doh", "--server", "http://127.0.0.1", "--pin", "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="], fragment: "pins need HTTPS"),
@@ -159,7 +159,7 @@ struct ResolveServiceCommandTests {
             arguments: ["--source", "doh", "--server", "https://127.0.0.1", "--attempt-timeout-ms", "5000"],
             fragment: "must be at most the budget, --budget-ms (2000 ms), not 5000"
         ),
-        BadInput(label: "an unknown source", arguments: ["--source", "dot"], fragment: "--source must be auto, httpdns, doh, cares or system, not 'dot'"),
+        BadInput(label: "an unknown source", arguments: ["--source", "doq"], fragment: "--source must be auto, httpdns, doh, dot, cares or system, not 'doq'"),
     ]
 
     @Test("Bad input ends with exit 2 and says what is wrong", arguments: badInputs)

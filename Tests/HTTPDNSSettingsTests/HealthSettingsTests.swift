@@ -29,7 +29,7 @@ import Testing
 
     @Test func theDefaults() async throws {
         let settings = try await settings()
-        #expect(settings.service == nil)
+        #expect(settings.service == nil && settings.dot == nil)
         #expect(settings.dnsServers.isEmpty, "the system's, read by the command")
         #expect(settings.hosts == [try HostName("example.com")])
         #expect(settings.timeout == .milliseconds(2000))
@@ -68,5 +68,27 @@ import Testing
     func badSettingsSayWhatIsWrong(_ flags: [String: [String]], _ expected: String) async {
         let error = await error(flags: flags)
         #expect(error?.contains(expected) == true, "\(error ?? "no error")")
+    }
+
+    /// `tls://` servers are DNS-over-TLS servers to check, with the service's keys for their certificate and the probe's
+    /// time for each lookup; from a flag or `HTTPDNS_SERVERS` alike.
+    @Test func tlsServersAreCheckedOverDNSOverTLS() async throws {
+        let flags = try await settings(flags: [
+            "servers": ["tls://127.0.0.1:8853", "tls://[::1]"], "serverName": ["dns.example"], "cacert": ["/tmp/ca.pem"], "timeoutMs": ["700"],
+        ])
+        #expect(flags.service == nil)
+        let dot = try #require(flags.dot)
+        #expect(dot.servers.map(\.description) == ["tls://127.0.0.1:8853", "tls://[::1]"])
+        #expect(dot.serverName == "dns.example" && dot.extraTrustRootsPEMFile == "/tmp/ca.pem")
+        #expect(dot.budget == .milliseconds(700) && dot.attemptTimeout == .milliseconds(700))
+        let environment = try await settings(environment: ["HTTPDNS_SERVERS": "tls://127.0.0.1:8853", "HTTPDNS_PINS": "sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="])
+        #expect(environment.dot?.servers.map(\.port) == [8853] && environment.dot?.pins.count == 1 && environment.service == nil)
+    }
+
+    @Test func tlsServersAndServicesAreNotMixed() async {
+        let mixed = await error(flags: ["servers": ["https://127.0.0.1:8443", "tls://127.0.0.1:8853"]])
+        #expect(mixed?.contains("--server mixes DNS-over-TLS servers (tls://127.0.0.1:8853) and HTTPDNS services (https://127.0.0.1:8443)") == true, "\(mixed ?? "no error")")
+        let name = await error(environment: ["HTTPDNS_SERVERS": "tls://dns.example"])
+        #expect(name?.contains("HTTPDNS_SERVERS holds a DNS-over-TLS server that cannot be used") == true, "\(name ?? "no error")")
     }
 }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HTTPDNSCAres
+import HTTPDNSClient
 import HTTPDNSCore
 import HTTPDNSServer
 import HTTPDNSSettings
@@ -63,11 +64,15 @@ import Testing
         }
     }
 
-    /// The example file in deploy/ sets every key, and every value in it is valid.
+    /// The example file in deploy/ sets every key but those of plain DNS upstreams (its upstreams are DNS over TLS,
+    /// which refuses them), and every value in it is valid.
     @Test func theExampleFileSetsEveryKeyValidly() async throws {
         let path = Self.repository.appendingPathComponent("deploy/httpdns.json").path
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        for setting in ServeSettings.table { #expect(text.contains("\"\(setting.key)\""), "\(setting.key)") }
+        for setting in ServeSettings.table where !["upstreamTCP", "upstreamTimeoutMs", "upstreamTries"].contains(setting.key) {
+            #expect(text.contains("\"\(setting.key)\""), "\(setting.key)")
+        }
+        #expect(text.contains("\"tls://"), "the example's upstreams are DNS over TLS")
         // Every value is read and checked; the TLS files, placeholders for a real host, are the last check and the
         // only one that fails here.
         let error = await self.error(file: path)
@@ -82,12 +87,15 @@ import Testing
         #expect(names["cacheMinTTLSeconds"] == "HTTPDNS_CACHE_MIN_TTL_SECONDS")
         #expect(names["upstreamTimeoutMs"] == "HTTPDNS_UPSTREAM_TIMEOUT_MS")
         #expect(names["accounts"] == "HTTPDNS_ACCOUNTS_FILE")
+        #expect(names["upstreamCACert"] == "HTTPDNS_UPSTREAM_CACERT")
+        #expect(names["upstreamPins"] == "HTTPDNS_UPSTREAM_PINS")
     }
 
     @Test func unsetKeysKeepTheLibrariesDefaults() async throws {
         let settings = try await settings()
         #expect(settings.server.port == HTTPDNSServerConfiguration().port && settings.server.host == "127.0.0.1")
         #expect(settings.upstream == CAresSource.Configuration())
+        #expect(settings.dot == nil, "plain DNS unless an upstream is tls://")
         #expect(settings.cache.maxEntries == ResolverCache.Configuration().maxEntries)
         #expect(settings.logLevel == "info")
     }
@@ -207,6 +215,122 @@ import Testing
         #expect(await error(flags: ["upstream": ["127.0.0.5,127.0.0.6"]]).contains("--upstream holds a server that cannot be used"))
         try await withFile(#"{"upstream": "127.0.0.5,127.0.0.6"}"#) { path in
             #expect(await error(file: path).contains("key 'upstream' holds a server that cannot be used"))
+        }
+    }
+
+    static let pin = "sha256//" + String(repeating: "A", count: 43) + "="
+    static let otherPin = "sha256//" + String(repeating: "B", count: 42) + "A="
+
+    /// `tls://IP[:PORT]#NAME` upstreams make one DNS-over-TLS source, with the trust file and pins, from each place;
+    /// c-ares is not used.
+    @Test func tlsUpstreamsMakeOneDoTSource() async throws {
+        try await withFile("PEM placeholder") { cacert in
+            let fromFlags = try await settings(flags: [
+                "upstream": ["tls://127.0.0.1#DNS.Example.", "tls://[::1]:8853#dns.example"],
+                "upstreamCACert": [cacert],
+                "upstreamPins": [Self.pin, Self.otherPin],
+            ])
+            let dot = try #require(fromFlags.dot)
+            #expect(dot.servers.map(\.description) == ["tls://127.0.0.1", "tls://[::1]:8853"])
+            #expect(dot.serverName == "dns.example", "normalised: lower case, no trailing dot")
+            #expect(dot.extraTrustRootsPEMFile == cacert)
+            #expect(dot.pins.map(\.description) == [Self.pin, Self.otherPin])
+            #expect(dot.name == "dot")
+            #expect(fromFlags.upstream.servers.isEmpty)
+
+            let fromEnvironment = try await settings(environment: [
+                "HTTPDNS_UPSTREAM": "tls://127.0.0.2:853#dns.example, tls://127.0.0.3#dns.example",
+                "HTTPDNS_UPSTREAM_CACERT": cacert,
+                "HTTPDNS_UPSTREAM_PINS": "\(Self.pin),\(Self.otherPin)",
+            ])
+            #expect(fromEnvironment.dot?.servers.map(\.description) == ["tls://127.0.0.2", "tls://127.0.0.3"])
+            #expect(fromEnvironment.dot?.extraTrustRootsPEMFile == cacert && fromEnvironment.dot?.pins.count == 2)
+
+            try await withFile(#"{"upstream": ["tls://127.0.0.4:8853#dns.example"], "upstreamCACert": "\#(cacert)", "upstreamPins": "\#(Self.pin)"}"#) {
+                let fromFile = try await self.settings(file: $0)
+                #expect(fromFile.dot?.servers.map(\.description) == ["tls://127.0.0.4:8853"])
+                #expect(fromFile.dot?.pins.map(\.description) == [Self.pin])
+            }
+        }
+        // Without #NAME, the certificate must hold the address; the system's roots when no file is named.
+        let byAddress = try #require(try await settings(environment: ["HTTPDNS_UPSTREAM": "tls://192.0.2.53"]).dot)
+        #expect(byAddress.serverName == nil && byAddress.extraTrustRootsPEMFile == nil && byAddress.pins.isEmpty)
+        // A flag still replaces the environment's list whole, of either kind.
+        let replaced = try await settings(environment: ["HTTPDNS_UPSTREAM": "tls://192.0.2.53#dns.example"], flags: ["upstream": ["127.0.0.9"]])
+        #expect(replaced.dot == nil && replaced.upstream.servers.map(\.description) == ["127.0.0.9:53"])
+    }
+
+    /// What one DNS-over-TLS source cannot be, or what cannot go with it, is refused, saying why.
+    @Test func tlsUpstreamsRefuseWhatCannotWork() async throws {
+        let mixed = await error(flags: ["upstream": ["tls://127.0.0.1#dns.example", "127.0.0.2"]])
+        #expect(mixed.contains("mixes plain DNS (127.0.0.2:53) and DNS over TLS (tls://127.0.0.1): the service does not mix them yet"), "\(mixed)")
+        let mixedInFile = try await withFile(#"{"upstream": ["127.0.0.2", "tls://127.0.0.1#dns.example"]}"#) { await error(file: $0) }
+        #expect(mixedInFile.contains("the service does not mix them yet"), "\(mixedInFile)")
+
+        let names = await error(environment: ["HTTPDNS_UPSTREAM": "tls://127.0.0.1#a.example,tls://127.0.0.2#b.example"])
+        #expect(names.contains("every tls:// upstream must have the same #NAME"), "\(names)")
+        #expect(names.contains("tls://127.0.0.1#a.example and tls://127.0.0.2#b.example differ"), "\(names)")
+        let namedAndNot = await error(flags: ["upstream": ["tls://127.0.0.1#a.example", "tls://127.0.0.2"]])
+        #expect(namedAndNot.contains("tls://127.0.0.2 (no #NAME: the certificate must hold its address)"), "\(namedAndNot)")
+
+        // The settings of plain DNS, from whichever place.
+        let tls = ["upstream": ["tls://127.0.0.1#dns.example"]]
+        #expect(
+            await error(flags: tls.merging(["upstreamTCP": ["true"]]) { $1 })
+                == "--upstream-tcp (upstreamTCP, HTTPDNS_UPSTREAM_TCP) applies to plain DNS upstreams (c-ares), not to tls:// ones"
+        )
+        #expect(
+            await error(environment: ["HTTPDNS_UPSTREAM_TIMEOUT_MS": "500", "HTTPDNS_UPSTREAM_TRIES": "3"], flags: tls)
+                == "upstreamTimeoutMs (HTTPDNS_UPSTREAM_TIMEOUT_MS) and upstreamTries (HTTPDNS_UPSTREAM_TRIES) apply to plain DNS upstreams (c-ares), "
+                + "not to tls:// ones"
+        )
+        try await withFile(#"{"upstreamTCP": false}"#) { path in
+            #expect(await error(file: path, flags: tls).hasPrefix("--upstream-tcp (upstreamTCP, HTTPDNS_UPSTREAM_TCP) applies to plain DNS"))
+        }
+
+        // The settings of DNS over TLS, without a tls:// upstream.
+        #expect(
+            await error(flags: ["upstream": ["127.0.0.1"], "upstreamPins": [Self.pin]])
+                == "--upstream-pin (upstreamPins, HTTPDNS_UPSTREAM_PINS) applies to DNS-over-TLS upstreams (--upstream tls://IP[:PORT][#NAME]), "
+                + "but the upstreams are plain DNS"
+        )
+        let noUpstream = await error(environment: ["HTTPDNS_UPSTREAM_CACERT": "/etc/hosts", "HTTPDNS_UPSTREAM_PINS": Self.pin])
+        #expect(noUpstream.hasPrefix("--upstream-cacert (upstreamCACert, HTTPDNS_UPSTREAM_CACERT) and --upstream-pin"), "\(noUpstream)")
+        #expect(noUpstream.hasSuffix("but no upstream is set, so the system's resolvers are asked over plain DNS"), "\(noUpstream)")
+
+        // Files and pins.
+        #expect(
+            await error(flags: tls.merging(["upstreamCACert": ["/nonexistent/ca.pem"]]) { $1 })
+                == "cannot read /nonexistent/ca.pem, the file of --upstream-cacert (upstreamCACert, HTTPDNS_UPSTREAM_CACERT)"
+        )
+        let badPin = await error(environment: ["HTTPDNS_UPSTREAM_PINS": "sha256//short"], flags: tls)
+        #expect(badPin.hasPrefix("environment variable HTTPDNS_UPSTREAM_PINS holds a pin that cannot be used"), "\(badPin)")
+    }
+
+    /// Each upstream that cannot be used is refused with what is wrong with it, and where it came from.
+    @Test func badUpstreamsAreNamedPrecisely() async throws {
+        for (text, reason) in [
+            ("tls://dns.example#dns.example", "'dns.example' is not an IP address: an upstream is given by IP"),
+            ("tls://dns.example", "the name the certificate holds goes after #: tls://IP[:PORT]#NAME"),
+            ("tls://127.0.0.1#", "nothing follows #"),
+            ("tls://127.0.0.1#bad_name", "'bad_name' after # is not a host name"),
+            ("tls://127.0.0.1#192.0.2.1", "'192.0.2.1' after # is an address, not a name"),
+            ("tls://127.0.0.1:0#dns.example", "'0' is not a port (1 to 65535)"),
+            ("tls://127.0.0.1/dns-query", "DNS over TLS has no path"),
+            ("tls://::1", "an IPv6 address goes in brackets"),
+            ("127.0.0.1#dns.example", "#NAME is for DNS over TLS: write tls://IP[:PORT]#NAME"),
+            ("https://127.0.0.1", "'https://' is not an upstream: write IP[:PORT] for plain DNS or tls://IP[:PORT][#NAME] for DNS over TLS"),
+            ("dns.example", "is not an IPv4 or IPv6 address (a DNS server is given by IP, never by name); for DNS over TLS"),
+            ("127.0.0.1:99999", "is not a port number"),
+        ] {
+            let message = await error(flags: ["upstream": [text]])
+            #expect(message.hasPrefix("--upstream holds a server that cannot be used: invalid upstream '\(text)': "), "\(message)")
+            #expect(message.contains(reason), "\(text): \(message)")
+            let fromEnvironment = await error(environment: ["HTTPDNS_UPSTREAM": text])
+            #expect(fromEnvironment.hasPrefix("environment variable HTTPDNS_UPSTREAM holds a server that cannot be used"), "\(fromEnvironment)")
+        }
+        try await withFile(#"{"upstream": [53]}"#) { path in
+            #expect(await error(file: path) == "\(path): key 'upstream' must be a list of strings, not a number in it")
         }
     }
 

@@ -12,10 +12,30 @@ import NIOSSL
 /// The sources `httpdns health` asks, each on its own, and one round of asking them all at once.
 final class HealthCheck: Sendable {
     private struct ServiceProbe: Sendable {
-        let endpoint: ServiceEndpoint
-        /// The service's RFC 8484 endpoint, which tells NXDOMAIN from no data (the native API does not), so that a
-        /// rewritten NXDOMAIN (H1) can be told.
-        let source: DoHSource
+        enum Transport: Sendable {
+            /// An HTTPDNS service, through its RFC 8484 endpoint, which tells NXDOMAIN from no data (the native API
+            /// does not), so that a rewritten NXDOMAIN (H1) can be told.
+            case doh(ServiceEndpoint, DoHSource)
+            /// A DNS-over-TLS server, with its one server.
+            case dot(DoTEndpoint, DoTSource)
+        }
+
+        let transport: Transport
+
+        var source: any ResolutionSource {
+            switch transport {
+            case .doh(_, let source): source
+            case .dot(_, let source): source
+            }
+        }
+
+        /// The service's URL, or the DoT server's `tls://` address.
+        var description: String {
+            switch transport {
+            case .doh(let endpoint, _): endpoint.description
+            case .dot(let endpoint, _): endpoint.description
+            }
+        }
     }
 
     private struct DNSProbe: Sendable {
@@ -58,7 +78,17 @@ final class HealthCheck: Sendable {
                     single.servers = [endpoint]
                     var configuration = DoHSource.Configuration(connection: single)
                     configuration.name = endpoint.description
-                    services.append(ServiceProbe(endpoint: endpoint, source: try DoHSource(configuration: configuration)))
+                    services.append(ServiceProbe(transport: .doh(endpoint, try DoHSource(configuration: configuration))))
+                }
+            }
+            if let dot = settings.dot {
+                for endpoint in dot.servers {
+                    // One server each, as for the services. Its certificate is checked by the source itself when it
+                    // connects (chain, name or address, pins) and its expiry read from that connection.
+                    var configuration = dot
+                    configuration.servers = [endpoint]
+                    configuration.name = endpoint.description
+                    services.append(ServiceProbe(transport: .dot(endpoint, try DoTSource(configuration: configuration))))
                 }
             }
             for server in dnsServers {
@@ -98,9 +128,9 @@ final class HealthCheck: Sendable {
         var asked: [String: Asked] = [:]
         await withTaskGroup(of: (String, Asked?, (Int, CertificateProbe.Outcome)?).self) { group in
             for (index, service) in services.enumerated() {
-                if service.endpoint.scheme == .https {
+                if case .doh(let endpoint, _) = service.transport, endpoint.scheme == .https {
                     group.addTask { [settings, tls] in
-                        ("", nil, (index, await CertificateProbe.read(service.endpoint, settings: settings, tls: tls)))
+                        ("", nil, (index, await CertificateProbe.read(endpoint, settings: settings, tls: tls)))
                     }
                 }
                 for (hostIndex, host) in hosts.enumerated() {
@@ -118,9 +148,17 @@ final class HealthCheck: Sendable {
             }
         }
 
-        let serviceRows = services.enumerated().map { index, probe in
+        // A DoT server's certificate passed the source's checks when a lookup was answered over its connection:
+        // its expiry is read from that connection.
+        for (index, service) in services.enumerated() {
+            guard case .dot(_, let source) = service.transport else { continue }
+            guard hosts.indices.contains(where: { asked["s\(index)/\($0)"]?.result.answered == true }) else { continue }
+            certificates[index] = .accepted(daysLeft: CertificateProbe.daysLeft(await source.certificateNotValidAfter(serverAt: 0)))
+        }
+        var serviceRows: [HealthReport.Service] = []
+        for (index, probe) in services.enumerated() {
             let answers = hosts.indices.compactMap { asked["s\(index)/\($0)"] }
-            return serviceRow(probe.endpoint, answers: answers, certificate: certificates[index])
+            serviceRows.append(serviceRow(probe, answers: answers, certificate: certificates[index]))
         }
         let dnsRows = dnsServers.enumerated().map { index, probe in
             let answers = hosts.indices.compactMap { asked["d\(index)/\($0)"] }
@@ -145,15 +183,22 @@ final class HealthCheck: Sendable {
         )
     }
 
-    private func serviceRow(_ endpoint: ServiceEndpoint, answers: [Asked], certificate: CertificateProbe.Outcome?) -> HealthReport.Service {
+    private func serviceRow(_ probe: ServiceProbe, answers: [Asked], certificate: CertificateProbe.Outcome?) -> HealthReport.Service {
         let first = answers.first { $0.result.answered }
+        let transport: HealthReport.Transport
+        let isPlainHTTP: Bool
+        switch probe.transport {
+        case .doh(let endpoint, _): (transport, isPlainHTTP) = (.doh, endpoint.scheme == .http)
+        case .dot: (transport, isPlainHTTP) = (.dot, false)
+        }
         var row = HealthReport.Service(
-            url: endpoint.description,
+            url: probe.description,
+            transport: transport,
             reachable: first != nil,
             latencyMs: first?.milliseconds,
             certificate: nil,
             error: nil,
-            isPlainHTTP: endpoint.scheme == .http
+            isPlainHTTP: isPlainHTTP
         )
         // A certificate the lookups refused (its pins, say) is not accepted, whatever the certificate probe saw.
         let rejection = answers.compactMap(\.error).first { $0.code == .certificateRejected }
@@ -179,7 +224,7 @@ final class HealthCheck: Sendable {
     private func probe(_ host: HostName, services: [Asked?], dns: [Asked?]) -> HealthReport.Probe {
         var answers: [HealthReport.Answer] = []
         for (index, asked) in services.enumerated() {
-            answers.append(.init(source: self.services[index].endpoint.description, trusted: true, result: asked?.result ?? .failed(code: "internal_error", message: "not asked")))
+            answers.append(.init(source: self.services[index].description, trusted: true, result: asked?.result ?? .failed(code: "internal_error", message: "not asked")))
         }
         for (index, asked) in dns.enumerated() {
             answers.append(.init(source: dnsServers[index].server.description, trusted: false, result: asked?.result ?? .failed(code: "internal_error", message: "not asked")))
@@ -287,12 +332,16 @@ enum CertificateProbe {
         do {
             // The head is the answer: the body is not read, so a slow one cannot hold the probe.
             _ = try await client.execute(HTTPClientRequest(url: url), timeout: TimeAmount(settings.timeout))
-            let days = notAfter.withLock { $0 }.map { Int(((Double($0) - Date().timeIntervalSince1970) / 86_400).rounded(.down)) }
-            outcome = .accepted(daysLeft: days)
+            outcome = .accepted(daysLeft: daysLeft(notAfter.withLock { $0 }.map { Int($0) }))
         } catch {
             outcome = CertificateRejection.reason(error).map(Outcome.rejected) ?? .unreachable
         }
         try? await client.shutdown()
         return outcome
+    }
+
+    /// Whole days from now until `notAfter` (seconds since 1970), when it is known.
+    static func daysLeft(_ notAfter: Int?) -> Int? {
+        notAfter.map { Int(((Double($0) - Date().timeIntervalSince1970) / 86_400).rounded(.down)) }
     }
 }

@@ -12,10 +12,10 @@ import HTTPDNSSettings
 struct HealthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
-        abstract: "Check HTTPDNS services and DNS servers, and compare their answers for probe names.",
+        abstract: "Check HTTPDNS services or DNS-over-TLS servers, and DNS servers, and compare their answers for probe names.",
         discussion: """
-            Every service and DNS server is asked for every probe name at once, each on its own; a service's \
-            certificate is read over a verified connection. Settings come from --config (JSON), then HTTPDNS_… \
+            Every service (https://, or tls:// for DNS over TLS) and DNS server is asked for every probe name at \
+            once, each on its own; a service's certificate is read over a verified connection. Settings come from --config (JSON), then HTTPDNS_… \
             environment variables, then flags; later wins. Every key is in docs/CLI.md. Exit codes: 0 healthy; \
             1 degraded (a source unreachable, a certificate not accepted or close to expiry, plain HTTP) or a \
             hijack suspected; 2 bad input; 3 nothing reachable. With --watch, the checks repeat until interrupted, \
@@ -51,7 +51,7 @@ struct HealthCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try await readSettings()
         let dnsServers = settings.dnsServers.isEmpty ? Self.systemDNSServers() : settings.dnsServers
-        guard settings.service != nil || !dnsServers.isEmpty else {
+        guard settings.service != nil || settings.dot != nil || !dnsServers.isEmpty else {
             Output.diagnostic("httpdns health: nothing to check: name a service with --server or a DNS server with --dns (none in /etc/resolv.conf)")
             throw ExitCode(ExitStatus.usage)
         }

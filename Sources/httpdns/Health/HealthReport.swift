@@ -14,8 +14,18 @@ struct HealthReport: Sendable {
         var problem: String?
     }
 
+    /// How a service is asked.
+    enum Transport: String, Sendable {
+        /// An HTTPDNS service, through RFC 8484 DoH.
+        case doh
+        /// A DNS-over-TLS server (RFC 7858).
+        case dot
+    }
+
     struct Service: Sendable {
+        /// The service's URL, or the DoT server's `tls://IP[:PORT]`.
         var url: String
+        var transport: Transport
         var reachable: Bool
         /// The first probe name's answer, on a new connection in the first round (TCP and TLS included).
         var latencyMs: Double?
@@ -177,6 +187,7 @@ struct HealthReport: Sendable {
     private static func json(_ service: Service) -> JSON {
         var members: [(String, JSON)] = [
             ("url", .string(service.url)),
+            ("transport", .string(service.transport.rawValue)),
             ("reachable", .bool(service.reachable)),
             ("latencyMs", service.latencyMs.map { .number(rounded($0)) } ?? .null),
         ]
