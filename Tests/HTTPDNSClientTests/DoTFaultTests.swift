@@ -73,9 +73,11 @@ struct DoTFaultTests {
     /// dead one.
     @Test func aServerThatNeverAnswersLosesItsConnection() async throws {
         try await Self.withFaultyServer(.silent) { endpoint, certificate in
-            let source = try Self.source(endpoint, certificate: certificate)
+            // Long enough for the handshake on a busy machine: the query itself must be what times out.
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(3))
             let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
             #expect(error?.code == .timeout, "\(String(describing: error))")
+            #expect(error?.message.contains("answer") == true, "the query timed out, not the connect: \(String(describing: error))")
             // Given up: the next query opens a new connection.
             #expect(await source.currentConnection(at: 0)?.isActive != true)
             _ = try? await source.query(try HostName("b.dot.test"), families: .ipv4)

@@ -39,6 +39,9 @@ struct DoTSourceTests {
         var configuration = DoTSource.Configuration(servers: servers)
         configuration.serverName = serverName
         configuration.extraTrustRootsPEMFile = certificate
+        // Generous: these tests check what is answered, not how fast, beside the other suites' servers on two cores.
+        configuration.budget = .seconds(10)
+        configuration.attemptTimeout = .seconds(10)
         return configuration
     }
 
@@ -169,11 +172,11 @@ struct DoTSourceTests {
     @Test func refusesACertificateForAnotherName() async throws {
         try await Self.withDoT(subjectAltName: "DNS:other.test") { _, certificate, endpoint in
             try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
-                let started = ContinuousClock.now
+                // Failed closed at the handshake, as a certificate's rejection, not after the 10 s budget as a timeout.
                 let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
                 #expect(error?.code == .certificateRejected)
                 #expect(error?.message.contains("\(endpoint)") == true, "\(String(describing: error))")
-                #expect(started.duration(to: .now) < .seconds(2))
+                #expect(error?.message.contains("dot.test") == true, "\(String(describing: error))")
             }
         }
     }
@@ -295,6 +298,8 @@ struct DoHRelayingTests {
             try await withUnbound(at: ip, lines: DoTSourceTests.zone, tls: .init(certificate: certificate, key: key)) { unbound in
                 var configuration = DoHSource.Configuration(servers: [try ServiceEndpoint(parsing: "https://\(ip):\(unbound.httpsPort!)")])
                 configuration.connection.extraTrustRootsPEMFile = certificate
+                configuration.connection.budget = .seconds(10)
+                configuration.connection.attemptTimeout = .seconds(10)
                 let source = try DoHSource(configuration: configuration)
                 do {
                     let query = try DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: "dot.test", type: .mx)]).encoded()
