@@ -111,6 +111,7 @@ let package = Package(
         .target(
             name: "HTTPDNSNetworking",
             dependencies: [
+                "HTTPDNSCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -15,8 +15,7 @@ import NIOSSL
 /// goes out in one write. Up to ``Configuration-swift.struct/maxQueriesInFlight`` are in flight per connection, up to
 /// ``Configuration-swift.struct/maxQueriesWaiting`` more wait for room, and more still fail at once
 /// (`tooManyPendingQueries`). A server may close a connection it has found idle
-/// at any time (RFC 7766 §6.2.3): a query that was sent on a connection that had already answered and is lost to such a
-/// close is sent once more on a new connection.
+/// at any time (RFC 7766 §6.2.3): a query lost to the close of its connection is sent once more, on a new connection.
 ///
 /// **Trust.** The certificate is always verified: its chain against the system's roots and
 /// ``Configuration-swift.struct/extraTrustRootsPEMFile``; with a ``Configuration-swift.struct/serverName``, that name
@@ -242,15 +241,15 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         }
     }
 
-    /// One server's exchange: on its open connection, or a new one; once more on a new connection when a reused one
-    /// closed before answering (a server closing it as idle).
+    /// One server's exchange: on its open connection, or a new one; once more on a new connection when the one it
+    /// went out on closed before answering (a server closing it as idle, RFC 7766 §6.2.3).
     private func send(_ query: [UInt8], to index: Int, deadline: NIODeadline) async throws -> [UInt8] {
         let server = configuration.servers[index]
         for attempt in 1...2 {
             let connection = try await connection(to: index, deadline: deadline)
             do {
                 return try await connection.send(query, deadline: deadline).get()
-            } catch DoTTransportError.closed(reused: true) where attempt == 1 {
+            } catch DoTTransportError.closed where attempt == 1 {
                 forget(connection, at: index)
                 continue
             } catch {

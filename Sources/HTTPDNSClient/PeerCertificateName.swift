@@ -3,31 +3,6 @@ import HTTPDNSNetworking
 import NIOCore
 import NIOSSL
 
-/// Whether a peer's certificate holds a name as a DNS name: NIOSSL's own check also accepts a certificate whose IP
-/// address SAN is the address connected to, whatever name was asked, so a configured name is checked once more.
-enum PeerCertificateName {
-    enum Outcome {
-        case holds
-        /// The DNS names it holds instead (empty: only addresses).
-        case doesNotHold([String])
-    }
-
-    /// A certificate with subject alternative names must hold a DNS name matching `name`; one without any was checked
-    /// by NIOSSL against its common name.
-    static func check(_ certificate: NIOSSLCertificate, holds name: String) -> Outcome {
-        var sawName = false
-        var dnsNames: [String] = []
-        for alternative in certificate._subjectAlternativeNames() {
-            sawName = true
-            guard alternative.nameType == .dnsName else { continue }
-            let text = alternative.contents.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
-            if CertificateNameMatch.matches(text, name) { return .holds }
-            dnsNames.append(text)
-        }
-        return sawName ? .doesNotHold(dnsNames) : .holds
-    }
-}
-
 /// The checks of a service's or resolver's certificate that NIOSSL does not make, once its verification has passed:
 /// with a configured server name, that the certificate holds it as a DNS name; with pins, that its public key is one
 /// of them. Every client of this module runs them on each new connection.
@@ -36,10 +11,8 @@ enum PeerCertificateCheck {
     static func verify(_ certificate: NIOSSLCertificate?, serverName: String?, pins: Set<SPKIPin>) throws {
         guard serverName != nil || !pins.isEmpty else { return }
         guard let certificate else { throw CertificateNameMismatch(description: "the server presented no certificate") }
-        if let name = serverName, case .doesNotHold(let names) = PeerCertificateName.check(certificate, holds: name) {
-            throw CertificateNameMismatch(
-                description: "it does not hold \(name) as a DNS name (only \(names.isEmpty ? "addresses" : names.joined(separator: ", ")))"
-            )
+        if let name = serverName, case let outcome = PeerCertificateName.check(certificate, holds: name), outcome != .holds {
+            throw CertificateNameMismatch(description: "it does not hold \(name) as a DNS name (it holds \(outcome.held))")
         }
         guard !pins.isEmpty else { return }
         let presented: SPKIPin

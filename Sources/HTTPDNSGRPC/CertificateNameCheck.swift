@@ -131,42 +131,15 @@ final class CertificateNameCheck: ChannelDuplexHandler, RemovableChannelHandler 
     /// Why `certificate` does not do for `host`, or nil when it does.
     static func reasonToRefuse(_ certificate: NIOSSLCertificate?, host: String) -> String? {
         guard let certificate else { return "the server sent no certificate" }
-        var sawName = false
-        var held: [String] = []
-        for name in certificate._subjectAlternativeNames() {
-            sawName = true
-            let bytes = Array(name.contents)
-            switch name.nameType {
-            case .dnsName:
-                let text = String(decoding: bytes, as: UTF8.self)
-                if matches(text, host) { return nil }
-                held.append(text)
-            case .ipAddress:
-                held.append("IP \(describe(addressBytes: bytes))")
-            default:
-                continue
-            }
-        }
-        // No subject alternative name: TLS's check matched the common name against the host.
-        guard sawName else { return nil }
-        let holds = held.isEmpty ? "no DNS name or address" : "only \(held.joined(separator: ", "))"
-        return "it does not hold \(host) as a DNS name (it holds \(holds))"
+        let outcome = PeerCertificateName.check(certificate, holds: host)
+        guard outcome != .holds else { return nil }
+        return "it does not hold \(host) as a DNS name (it holds \(outcome.held))"
     }
 
     /// Whether the DNS name `pattern` of a certificate covers `host`: the rules every name check of this package
     /// follows (`CertificateNameMatch` in HTTPDNSCore, shared with the interceptor and the NIO adapter).
     static func matches(_ pattern: String, _ host: String) -> Bool {
         CertificateNameMatch.matches(pattern, host)
-    }
-
-    /// An IP address SAN as text: 4 bytes as IPv4, 16 as IPv6, anything else in hex.
-    private static func describe(addressBytes bytes: [UInt8]) -> String {
-        func number(_ bytes: ArraySlice<UInt8>) -> UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
-        switch bytes.count {
-        case 4: return IPv4Address(UInt32(number(bytes[...]))).description
-        case 16: return IPv6Address(high: number(bytes[0..<8]), low: number(bytes[8..<16])).description
-        default: return bytes.map { String($0, radix: 16) }.joined(separator: ":")
-        }
     }
 
     /// `127.0.0.1:443`, `[::1]:443`.

@@ -40,17 +40,9 @@ struct HostCertificateMismatch: CertificateRejectionError {
     }
 
     private static func verify(_ certificate: NIOSSLCertificate, host: String) throws {
-            var sawName = false
-            var dnsNames: [String] = []
-            for name in certificate._subjectAlternativeNames() {
-                sawName = true
-                guard name.nameType == .dnsName else { continue }
-                let text = name.contents.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
-                if matches(text, host) { return }
-                dnsNames.append(text)
-            }
-            guard sawName else { return }
-            throw HostCertificateMismatch(host: host, names: dnsNames)
+        if case .doesNotHold(let names, _) = PeerCertificateName.check(certificate, holds: host) {
+            throw HostCertificateMismatch(host: host, names: names)
+        }
     }
 
     /// Whether the DNS name `pattern` of a certificate covers `host` (``CertificateNameMatch``).
