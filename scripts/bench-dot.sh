@@ -125,7 +125,7 @@ for r in sorted(rows):
     failed += cf + df
     ratio = cr / dr
     ratios.append(ratio)
-    # Time per lookup, DoTSource's over dnsperf's: dnsperf's rate over DoTSource's.
+    # Time per lookup, DoTSource over dnsperf: the rate of dnsperf over the rate of DoTSource.
     ceiling = p["dot"] / dr if dr and p["dot"] else float("nan")
     ceilings.append(ceiling)
     pu, pd = p["udp"], p["dot"]

@@ -206,6 +206,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var framesRead = 0
     private var idleClose: Scheduled<Void>?
     private var flushScheduled = false
+    /// The queries written in this tick of the event loop, not yet handed to TLS.
+    private var pending: ByteBuffer?
     /// Whether the connection takes no more queries; shared with ``DoTConnection/isActive``.
     let closing = ClosingFlag()
     private var closed: Bool {
@@ -302,18 +304,20 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.inFlightTimedOut(id) }
         inFlight[id] = Query(callerID: callerID, promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
-        var buffer = context.channel.allocator.buffer(capacity: 2 + query.count)
-        buffer.writeInteger(UInt16(query.count))
-        buffer.writeInteger(id)
-        buffer.writeBytes(query[2...])
-        context.write(wrapOutboundOut(buffer), promise: nil)
-        // One flush for every query written in this tick of the event loop: a burst goes out in one write.
+        // Every query of this tick of the event loop goes into one buffer, written and flushed once at its end: one
+        // TLS record and one system call for a burst, not one each.
+        if pending == nil { pending = context.channel.allocator.buffer(capacity: 64 * (2 + query.count)) }
+        pending!.writeInteger(UInt16(query.count))
+        pending!.writeInteger(id)
+        pending!.writeBytes(query[2...])
         if !flushScheduled {
             flushScheduled = true
             context.eventLoop.execute {
                 let handler = bound.value
                 handler.flushScheduled = false
-                handler.context?.flush()
+                guard let context = handler.context, let buffer = handler.pending else { return }
+                handler.pending = nil
+                context.writeAndFlush(handler.wrapOutboundOut(buffer), promise: nil)
             }
         }
     }

@@ -167,6 +167,9 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
         guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
+        // One family: asked in this task, with no child task to make.
+        if families == .ipv4 { return SourceAnswer(ipv4: try await lookUp(host, .ipv4).map { $0.compactMap(\.v4) }) }
+        if families == .ipv6 { return SourceAnswer(ipv6: try await lookUp(host, .ipv6).map { $0.compactMap(\.v6) }) }
         // One query per family, both at once, on the same connection.
         async let ipv4: FamilyAnswer<IPv4Address>? = families.contains(.ipv4) ? lookUp(host, .ipv4).map { $0.compactMap(\.v4) } : nil
         async let ipv6: FamilyAnswer<IPv6Address>? = families.contains(.ipv6) ? lookUp(host, .ipv6).map { $0.compactMap(\.v6) } : nil
