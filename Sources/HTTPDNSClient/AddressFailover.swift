@@ -5,7 +5,7 @@ import NIOCore
 
 /// Failover between a resolver's addresses within a time budget, in order of health (``ServiceAddressHealth``): each
 /// address given its own attempt timeout, the next tried when one fails, a certificate failure reported above others.
-/// ``DoTSource`` asks its servers through it.
+/// ``DoTSource`` asks its servers through it, ``ServiceClient`` its service's addresses.
 final class AddressFailover: Sendable {
     /// What an attempt's outcome means for the next address.
     enum AttemptFailure: Error {
@@ -19,14 +19,17 @@ final class AddressFailover: Sendable {
     let budget: Duration
     /// What to call the resolver in messages: `dot`, say.
     let sourceName: String
+    /// What to call one of its addresses: `server`, or `service` for an HTTPDNS service.
+    let noun: String
     private let health: Mutex<ServiceAddressHealth>
     private let clock: any MonotonicClock
     private let logger: Logger
     private let budgetNanoseconds: Int64
     private let attemptTimeoutNanoseconds: Int64
 
-    init(count: Int, timing: ServiceConnection, sourceName: String, clock: any MonotonicClock, logger: Logger) {
+    init(count: Int, timing: ServiceConnection, sourceName: String, noun: String = "server", clock: any MonotonicClock, logger: Logger) {
         self.count = count
+        self.noun = noun
         self.budget = timing.budget
         self.sourceName = sourceName
         self.clock = clock
@@ -79,14 +82,17 @@ final class AddressFailover: Sendable {
                         health.failed(index, now: clock.now())
                     }
                 }
-                logger.debug("\(sourceName) server failed", metadata: ["httpdns.server": "\(describe(index))", "error": "\(error)"])
+                logger.debug(
+                    noun == "service" ? "service address failed" : "\(sourceName) \(noun) failed",
+                    metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]
+                )
             }
         }
         if Task.isCancelled { throw ResolutionError(.timeout, "the lookup of \(subject) was cancelled") }
         if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
         if let first = failures.first, NIODeadline.now() < budgetEnds { throw first }
         let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
-        throw ResolutionError(.timeout, "no \(sourceName) server answered for \(subject) within \(budget.clampedMilliseconds) ms\(tried)")
+        throw ResolutionError(.timeout, "no \(sourceName) \(noun) answered for \(subject) within \(budget.clampedMilliseconds) ms\(tried)")
     }
 
     /// After a network change every address counts as healthy again.

@@ -97,16 +97,11 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
                 guard answer.status == .ok else {
                     throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code)"))
                 }
-                let bytes = Array(buffer: answer.body)
-                if let reason = RelayAnswer.mismatch(query: query, answer: bytes) {
-                    throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent an answer that is not the response to the query: \(reason)"))
+                do throws(ResolutionError) {
+                    return try RelayAnswer.accept(Array(buffer: answer.body), to: query, from: from, refusal: &refusal)
+                } catch {
+                    throw .tryNext(error)
                 }
-                let code = bytes[3] & 0x0F
-                if code == 2 || code == 5 {
-                    refusal = bytes
-                    throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(from) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
-                }
-                return bytes
             }
         } catch {
             if let refusal, error.code != .shutdown { return refusal }

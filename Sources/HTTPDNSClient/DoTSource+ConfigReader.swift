@@ -29,27 +29,9 @@ extension DoTSource.Configuration {
             throw ConfigurationError(.invalidValue, key: "servers", reason: "must name at least one DNS-over-TLS server, tls://IP[:PORT]")
         }
         self.init(servers: servers)
-        serverName = try await configReader.checkedString("serverName")
-        extraTrustRootsPEMFile = try await configReader.checkedString("extraTrustRootsPEMFile")
-        pins = try await configReader.checkedList("pins", "a pin", parse: SPKIPin.init(parsing:)) ?? []
-        if let value = try await configReader.checkedMilliseconds("coolDownMs") { coolDown = value }
-        if let value = try await configReader.checkedMilliseconds("maxCoolDownMs") { maxCoolDown = value }
-        let budget = try await configReader.checkedMilliseconds("budgetMs")
-        let attemptTimeout = try await configReader.checkedMilliseconds("attemptTimeoutMs")
-        if let budget {
-            self.budget = budget
-            self.attemptTimeout = min(self.attemptTimeout, budget)
-        }
-        if let attemptTimeout {
-            guard attemptTimeout <= self.budget else {
-                throw ConfigurationError(
-                    .inconsistent,
-                    key: "attemptTimeoutMs",
-                    reason: "must be at most the budget, budgetMs (\(self.budget.clampedMilliseconds) ms), not \(attemptTimeout.clampedMilliseconds)"
-                )
-            }
-            self.attemptTimeout = attemptTimeout
-        }
+        var shared = connection
+        try await shared.readSharedKeys(configReader)
+        adopt(shared)
         if let value = try await configReader.checkedMilliseconds("idleTimeoutMs") { idleTimeout = value }
         if let value = try await configReader.checkedInt("maxQueriesInFlight") { maxQueriesInFlight = value }
         if let value = try await configReader.checkedInt("maxQueriesWaiting") { maxQueriesWaiting = value }

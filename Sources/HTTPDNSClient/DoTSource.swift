@@ -80,6 +80,17 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
             return connection
         }
 
+        /// Takes the settings shared with the HTTPS sources from `connection` (all but its servers).
+        mutating func adopt(_ connection: ServiceConnection) {
+            serverName = connection.serverName
+            extraTrustRootsPEMFile = connection.extraTrustRootsPEMFile
+            pins = connection.pins
+            budget = connection.budget
+            attemptTimeout = connection.attemptTimeout
+            coolDown = connection.coolDown
+            maxCoolDown = connection.maxCoolDown
+        }
+
         /// - Throws: `ConfigurationError` naming the setting that cannot work (the trust file is read when the
         ///   source is made).
         public func validate() throws(ConfigurationError) {
@@ -203,15 +214,11 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         var refusal: [UInt8]?
         do {
             return try await exchange(query, subject: "a query of \(query.count) bytes") { answer, server throws(AddressFailover.AttemptFailure) in
-                if let reason = RelayAnswer.mismatch(query: query, answer: answer) {
-                    throw .tryNext(ResolutionError(.malformedAnswer, "\(server) sent an answer that is not the response to the query: \(reason)"))
+                do throws(ResolutionError) {
+                    return try RelayAnswer.accept(answer, to: query, from: "\(server)", refusal: &refusal)
+                } catch {
+                    throw .tryNext(error)
                 }
-                let code = answer[3] & 0x0F
-                if code == 2 || code == 5 {
-                    refusal = answer
-                    throw .tryNext(ResolutionError(code == 2 ? .serverFailure : .refused, "\(server) answered \(code == 2 ? "SERVFAIL" : "REFUSED")"))
-                }
-                return answer
             }
         } catch {
             if let refusal, error.code != .shutdown { return refusal }

@@ -1,7 +1,25 @@
+import HTTPDNSCore
+
 /// What a relay (`DoTSource.send(_:)`, `DoHSource.send(_:)`) checks of an answer before it hands it on: that it is a
 /// response to the query sent (RFC 7766 §7), so that a late answer to another query, or a server that echoes the
 /// query, is never taken for the answer and cached under the question asked.
 enum RelayAnswer {
+    /// Takes `answer` from `server` as the relay's answer to `query`: a response to the query, NOERROR, NXDOMAIN or
+    /// anything else but SERVFAIL and REFUSED, which move on to the next address (kept in `refusal`, the answer when
+    /// no address does better).
+    /// - Throws: why the next address is asked.
+    static func accept(_ answer: [UInt8], to query: [UInt8], from server: String, refusal: inout [UInt8]?) throws(ResolutionError) -> [UInt8] {
+        if let reason = mismatch(query: query, answer: answer) {
+            throw ResolutionError(.malformedAnswer, "\(server) sent an answer that is not the response to the query: \(reason)")
+        }
+        let code = answer[3] & 0x0F
+        if code == 2 || code == 5 {
+            refusal = answer
+            throw ResolutionError(code == 2 ? .serverFailure : .refused, "\(server) answered \(code == 2 ? "SERVFAIL" : "REFUSED")")
+        }
+        return answer
+    }
+
     /// Why `answer` is not the response to `query`, or nil when it is: the same ID, QR set, the same opcode, and the
     /// same question section (names compared without case).
     static func mismatch(query: [UInt8], answer: [UInt8]) -> String? {

@@ -34,12 +34,7 @@ final class ServiceClient: Sendable {
     }
 
     /// What an attempt's outcome means for the next address.
-    enum AttemptFailure: Error {
-        /// This address failed; another may answer.
-        case tryNext(ResolutionError)
-        /// The request itself is wrong; no address will answer it differently.
-        case final(ResolutionError)
-    }
+    typealias AttemptFailure = AddressFailover.AttemptFailure
 
     /// One AsyncHTTPClient per address (each with its own `dnsOverride`), and those a network change replaced.
     private struct Clients {
@@ -54,11 +49,8 @@ final class ServiceClient: Sendable {
     let settings: Settings
     private let makeClient: @Sendable (ServiceEndpoint) -> HTTPClient
     private let clients: Mutex<Clients>
-    private let health: Mutex<ServiceAddressHealth>
-    private let clock: any MonotonicClock
+    private let failover: AddressFailover
     private let logger: Logger
-    private let budgetNanoseconds: Int64
-    private let attemptTimeoutNanoseconds: Int64
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
         let connection = settings.connection
@@ -77,18 +69,17 @@ final class ServiceClient: Sendable {
             )
         }
         self.settings = settings
-        self.clock = clock
         self.logger = logger
         // Converted once: every lookup's deadlines are counted in SwiftNIO's nanoseconds.
+        // Converted once: every attempt's timeouts are counted in SwiftNIO's nanoseconds.
         let attemptTimeoutNanoseconds = connection.attemptTimeout.clampedNanoseconds
-        self.budgetNanoseconds = connection.budget.clampedNanoseconds
-        self.attemptTimeoutNanoseconds = attemptTimeoutNanoseconds
-        health = Mutex(
-            ServiceAddressHealth(
-                count: settings.endpoints.count,
-                coolDown: connection.coolDown,
-                maxCoolDown: connection.maxCoolDown
-            )
+        failover = AddressFailover(
+            count: settings.endpoints.count,
+            timing: connection,
+            sourceName: settings.sourceName,
+            noun: "service",
+            clock: clock,
+            logger: logger
         )
         makeClient = { [settings, tls] endpoint in
             var configuration = HTTPClient.Configuration(
@@ -130,7 +121,8 @@ final class ServiceClient: Sendable {
     /// - Parameter host: what is asked, for messages: the host name, or a relayed query.
     /// - Parameter accept: reads an answer; throws ``AttemptFailure/tryNext(_:)`` when the address failed (the next
     ///   is tried) or ``AttemptFailure/final(_:)`` when no address would answer otherwise.
-    /// - Throws: ``ResolutionError``: the last address's failure when all failed, `.timeout` when the budget ran out.
+    /// - Throws: ``ResolutionError``: a rejected certificate first, else the first address's failure when all failed,
+    ///   `.timeout` when the budget ran out (``AddressFailover``).
     func send<Result: Sendable>(
         _ target: String,
         accept acceptHeader: String,
@@ -138,55 +130,17 @@ final class ServiceClient: Sendable {
         host: String,
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
-        let started = clock.now()
-        let budgetEnds = NIODeadline.now() + .nanoseconds(budgetNanoseconds)
-        var failures: [ResolutionError] = []
-        let (order, generation) = health.withLock { ($0.order(now: started), $0.generation) }
-        for index in order {
-            let now = NIODeadline.now()
-            guard now < budgetEnds else { break }
-            let endpoint = settings.endpoints[index]
-            let ownTimeout = now + .nanoseconds(attemptTimeoutNanoseconds)
-            let attemptEnds = min(budgetEnds, ownTimeout)
-            var request = HTTPClientRequest(url: url(target, on: endpoint))
+        let endpoints = settings.endpoints
+        return try await failover.run(subject: host, describe: { endpoints[$0].description }) { index, deadline in
+            var request = HTTPClientRequest(url: url(target, on: endpoints[index]))
             request.headers.add(name: "Accept", value: acceptHeader)
             if let body {
                 request.method = .POST
                 request.headers.add(name: "Content-Type", value: body.contentType)
                 request.body = .bytes(body.bytes)
             }
-            let attemptStarted = ContinuousClock.now
-            let outcome = await attempt(request, on: index, until: attemptEnds, host: host, accept)
-            switch outcome {
-            case .success(let result):
-                health.withLock { health in
-                    guard health.generation == generation else { return }
-                    health.succeeded(index, latencyNanoseconds: Self.nanoseconds(since: attemptStarted))
-                }
-                return result
-            case .failure(.final(let error)):
-                // The request itself is wrong: no address would answer it otherwise. Says nothing of this address.
-                throw error
-            case .failure(.tryNext(let error)):
-                if error.code == .shutdown { throw error }
-                failures.append(error)
-                // An address cut short by the end of the budget, not by its own timeout, is not held to blame.
-                // Nor is one whose attempt began on the network before a change.
-                if !(error.code == .timeout && attemptEnds < ownTimeout) {
-                    health.withLock { health in
-                        guard health.generation == generation else { return }
-                        health.failed(index, now: clock.now())
-                    }
-                }
-                logger.debug("service address failed", metadata: ["httpdns.service": "\(endpoint)", "error": "\(error)"])
-            }
+            return await attempt(request, on: index, until: deadline, host: host, accept)
         }
-        if Task.isCancelled { throw ResolutionError(.timeout, "the lookup of \(host) was cancelled") }
-        // A rejected certificate says the most (someone may be in the way), then the first address's failure.
-        if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
-        if let first = failures.first, NIODeadline.now() < budgetEnds { throw first }
-        let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
-        throw ResolutionError(.timeout, "no \(settings.sourceName) service answered for \(host) within \(settings.connection.budget.clampedMilliseconds) ms\(tried)")
     }
 
     /// One address's attempt: the request and the whole body within `deadline` (AsyncHTTPClient's deadline ends when
@@ -229,11 +183,6 @@ final class ServiceClient: Sendable {
         }
     }
 
-    private static func nanoseconds(since start: ContinuousClock.Instant) -> UInt64 {
-        let elapsed = start.duration(to: .now).components
-        return UInt64(max(0, elapsed.seconds)) * 1_000_000_000 + UInt64(max(0, elapsed.attoseconds / 1_000_000_000))
-    }
-
     /// An error of AsyncHTTPClient, NIO or TLS, as what it says about the address. Only a certificate that failed
     /// verification (or does not hold the name or address asked) is `certificateRejected`: a connection closed during
     /// the handshake, or TLS spoken to a port that does not, is the address being unreachable, not an attack.
@@ -264,7 +213,7 @@ final class ServiceClient: Sendable {
     /// new network) serve the requests from now on. The old clients are shut down once the budget of every request
     /// that may still run on them has passed.
     func networkChanged() async {
-        health.withLock { $0.reset() }
+        failover.reset()
         // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
         let grace = settings.connection.budget + .seconds(1)
         clients.withLock { clients in

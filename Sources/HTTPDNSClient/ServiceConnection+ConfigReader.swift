@@ -24,6 +24,11 @@ extension ServiceConnection {
             throw ConfigurationError(.invalidValue, key: "servers", reason: "must name at least one service, https://IP[:PORT][/PATH]")
         }
         self.init(servers: servers)
+        try await readSharedKeys(configReader)
+    }
+
+    /// Every key but `servers`, which DoT's configuration reads by the same rules: the name, trust, pins and timing.
+    mutating func readSharedKeys(_ configReader: ConfigReader) async throws(ConfigurationError) {
         serverName = try await configReader.checkedString("serverName")
         extraTrustRootsPEMFile = try await configReader.checkedString("extraTrustRootsPEMFile")
         pins = try await configReader.checkedList("pins", "a pin", parse: SPKIPin.init(parsing:)) ?? []
