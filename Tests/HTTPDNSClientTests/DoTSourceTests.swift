@@ -163,7 +163,9 @@ struct DoTSourceTests {
                 try await first.channel.closeFuture.get()
                 let answer = try await source.query(try HostName("v4.dot.test"), families: .ipv4)
                 #expect(answer.ipv4 == .addresses([IPv4Address("192.0.2.4")!], ttlSeconds: 120))
-                #expect(source.connectionsOpened == 2)
+                // A new connection at least (on a busy machine unbound may close that one too before the query, which
+                // is then sent once more on a third).
+                #expect(source.connectionsOpened >= 2)
             }
         }
     }
