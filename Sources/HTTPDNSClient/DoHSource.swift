@@ -81,7 +81,7 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
     /// Sends `query`, a DNS message of any type, as it is (POST, `application/dns-message`) and returns the answer as
     /// the service sent it: every section kept. NXDOMAIN and NODATA are answers like any other; SERVFAIL and REFUSED
     /// are too when no other address is left to ask.
-    /// - Throws: ``ResolutionError``: `badName` for a query shorter than a DNS header or longer than 65,535 bytes,
+    /// - Throws: `ResolutionError`: `badName` for a query shorter than a DNS header or longer than 65,535 bytes,
     ///   else as for a lookup.
     public func send(_ query: [UInt8]) async throws -> [UInt8] {
         guard query.count >= 12, query.count <= DNSMessage.maxSize else {

@@ -204,7 +204,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     /// Sends `query`, a DNS message of any type, as it is, and returns the answer as the server sent it (with
     /// `query`'s ID): every section kept. NXDOMAIN and NODATA are answers like any other; SERVFAIL and REFUSED are
     /// too when no other server is left to ask.
-    /// - Throws: ``ResolutionError``: `badName` for a query shorter than a DNS header or longer than 65,535 bytes,
+    /// - Throws: `ResolutionError`: `badName` for a query shorter than a DNS header or longer than 65,535 bytes,
     ///   else as for a lookup.
     public func send(_ query: [UInt8]) async throws -> [UInt8] {
         guard query.count >= 12, query.count <= DNSMessage.maxSize else {
