@@ -177,25 +177,11 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
-        guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
-        // One family: asked in this task, with no child task to make.
-        if families == .ipv4 { return SourceAnswer(ipv4: try await lookUp(host, .ipv4).map { $0.compactMap(\.v4) }) }
-        if families == .ipv6 { return SourceAnswer(ipv6: try await lookUp(host, .ipv6).map { $0.compactMap(\.v6) }) }
-        // One query per family, both at once, on the same connection.
-        async let ipv4: FamilyAnswer<IPv4Address>? = families.contains(.ipv4) ? lookUp(host, .ipv4).map { $0.compactMap(\.v4) } : nil
-        async let ipv6: FamilyAnswer<IPv6Address>? = families.contains(.ipv6) ? lookUp(host, .ipv6).map { $0.compactMap(\.v6) } : nil
-        return SourceAnswer(ipv4: try await ipv4, ipv6: try await ipv6)
+        try await FamilyQueries.answer(host, families) { family throws(ResolutionError) in try await self.lookUp(host, family) }
     }
 
     private func lookUp(_ host: HostName, _ family: AddressFamily) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
-        let type = DNSRecordType(rawValue: family.recordType)
-        let query = DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: host.value, type: type)])
-        let bytes: [UInt8]
-        do {
-            bytes = try query.encoded()
-        } catch {
-            throw ResolutionError(.internalError, "the query for \(host) could not be encoded: \(error)", cause: error)
-        }
+        let (bytes, type) = try FamilyQueries.query(host, family)
         return try await exchange(bytes, subject: "\(host)") { answer, server throws(AddressFailover.AttemptFailure) in
             try Self.familyAnswer(answer, from: server, host: host, type: type)
         }

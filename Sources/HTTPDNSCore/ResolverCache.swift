@@ -331,7 +331,7 @@ public final class ResolverCache: Sendable {
     ) {
         let outcomeName: String
         switch result {
-        case .success(let answer): outcomeName = Self.outcomeName(of: answer)
+        case .success(let answer): outcomeName = SourceAnswer.outcomeName(of: answer)
         case .failure(let error): outcomeName = error.code.description
         }
         let (waiters, delivered, evicted, entries) = state.withLock { state in
@@ -385,8 +385,12 @@ public final class ResolverCache: Sendable {
             continuation.resume(returning: delivered)
         }
     }
+}
 
-    private static func outcomeName(of answer: SourceAnswer) -> String {
+extension SourceAnswer {
+    /// The answer's outcome as `httpdns_resolutions_total` names it: `success` with an address in either family, else
+    /// `nameNotFound` when either family says so, else `noAddress`. The service's upstream counter names it alike.
+    package static func outcomeName(of answer: SourceAnswer) -> String {
         func isPositive<A>(_ family: FamilyAnswer<A>?) -> Bool {
             if case .addresses = family { return true }
             return false

@@ -123,17 +123,7 @@ final class ServeUpstream: ResolutionSource, MessageRelaying, Service {
 
     /// As the cache names an answer's outcome in `httpdns_resolutions_total`.
     private static func outcome(of answer: SourceAnswer) -> String {
-        func isPositive<A>(_ family: FamilyAnswer<A>?) -> Bool {
-            if case .addresses = family { return true }
-            return false
-        }
-        func isNameNotFound<A>(_ family: FamilyAnswer<A>?) -> Bool {
-            if case .negative(.nameNotFound, _) = family { return true }
-            return false
-        }
-        if isPositive(answer.ipv4) || isPositive(answer.ipv6) { return "success" }
-        if isNameNotFound(answer.ipv4) || isNameNotFound(answer.ipv6) { return ResolutionError.Code.nameNotFound.description }
-        return ResolutionError.Code.noAddress.description
+        SourceAnswer.outcomeName(of: answer)
     }
 
     private static func outcome(of error: any Error) -> String {
