@@ -102,14 +102,14 @@ public final class InterceptingHTTPClient: Sendable {
 
     public let configuration: Configuration
     public let resolver: HostResolver
-    private let origins: OriginClients
+    let origins: OriginClients
     private let passthrough: PassthroughClient
-    private let logger: Logger
+    let logger: Logger
     /// `httpdns_interceptor_requests_total` by outcome: the two of almost every request at hand, the errors by code.
-    private let sent = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")])
-    private let passed = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")])
-    private let errorOutcomes: [InterceptorError.Code: Counter]
-    private let failovers = Counter(label: "httpdns_connect_failovers_total")
+    let sent = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")])
+    let passed = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")])
+    let errorOutcomes: [InterceptorError.Code: Counter]
+    let failovers = Counter(label: "httpdns_connect_failovers_total")
     /// `httpdns_interceptor_connection_races_total` by result: `first` (the first address in order connected first),
     /// `other` (a later one did: the first was slow or unreachable), `failed` (none did).
     private let raceResults: (first: Counter, other: Counter, failed: Counter) = (
@@ -118,10 +118,10 @@ public final class InterceptingHTTPClient: Sendable {
         Counter(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "failed")])
     )
     /// Happy Eyeballs, unless the configuration turns it off.
-    private let race: ConnectionRace?
+    let race: ConnectionRace?
     /// Per host, the address a request last succeeded on, while a connection to it is likely still pooled.
-    private let warmAddresses: WarmAddresses
-    private let retries = Counter(label: "httpdns_interceptor_retries_total")
+    let warmAddresses: WarmAddresses
+    let retries = Counter(label: "httpdns_interceptor_retries_total")
 
     /// - Throws: `ConfigurationError` for a limit that is not positive, or a TLS configuration without
     ///   certificate verification.
@@ -282,20 +282,51 @@ public final class InterceptingHTTPClient: Sendable {
     func execute(_ request: HTTPClientRequest, body: Body?, deadline: NIODeadline, logger: Logger?) async throws(InterceptorError) -> Response {
         let logger = logger ?? self.logger
         do {
-            let response = try await send(request, body: body, deadline: deadline, logger: logger)
-            (response.connectedAddress == nil ? passed : sent).increment()
+            let response = try await send(
+                method: request.method.rawValue, url: request.url, fields: Self.fields(of: request.headers), body: body, redirects: 0,
+                deadline: deadline, logger: logger
+            )
+            count(response)
             return response
         } catch {
-            errorOutcomes[error.code]?.increment()
-            logger.debug("request failed", metadata: ["error": "\(error)"])
+            count(error, logger: logger)
             throw error
         }
     }
 
-    private func send(_ original: HTTPClientRequest, body: Body?, deadline: NIODeadline, logger: Logger) async throws(InterceptorError) -> Response {
-        var redirects = 0
+    /// Counts a request answered, in `httpdns_interceptor_requests_total`.
+    func count(_ response: Response) {
+        (response.connectedAddress == nil ? passed : sent).increment()
+    }
+
+    /// Counts a request failed, in `httpdns_interceptor_requests_total`, and logs it.
+    func count(_ error: InterceptorError, logger: Logger) {
+        errorOutcomes[error.code]?.increment()
+        logger.debug("request failed", metadata: ["error": "\(error)"])
+    }
+
+    /// The caller's fields, minus Host: the Host header is always the URL's authority.
+    static func fields(of headers: HTTPHeaders) -> [CanonicalRequest.Header] {
+        var fields: [CanonicalRequest.Header] = []
+        fields.reserveCapacity(headers.count)
+        for field in headers where !equalIgnoringASCIICase(field.name, "host") { fields.append(.init(field.name, field.value)) }
+        return fields
+    }
+
+    /// Sends a request through the pipeline, following redirects: the caller's, or the next hop of one already
+    /// `redirects` hops in.
+    func send(
+        method: String,
+        url: String,
+        fields: [CanonicalRequest.Header],
+        body: Body?,
+        redirects: Int,
+        deadline: NIODeadline,
+        logger: Logger
+    ) async throws(InterceptorError) -> Response {
+        var redirects = redirects
         do {
-            return try await follow(original, body: body, deadline: deadline, logger: logger, redirects: &redirects)
+            return try await follow(method: method, url: url, fields: fields, body: body, deadline: deadline, logger: logger, redirects: &redirects)
         } catch where error.code == .invalidRequest && redirects > 0 {
             // A hop the origin sent us to that cannot be sent: the origin's fault, not the caller's.
             throw InterceptorError(.invalidRedirect, error.message, cause: error.cause)
@@ -303,18 +334,17 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     private func follow(
-        _ original: HTTPClientRequest,
+        method: String,
+        url: String,
+        fields: [CanonicalRequest.Header],
         body: Body?,
         deadline: NIODeadline,
         logger: Logger,
         redirects: inout Int
     ) async throws(InterceptorError) -> Response {
-        var method = original.method.rawValue
-        var url = original.url
-        // The caller's fields, minus Host: the Host header is always the URL's authority.
-        var fields: [CanonicalRequest.Header] = []
-        fields.reserveCapacity(original.headers.count)
-        for field in original.headers where !equalIgnoringASCIICase(field.name, "host") { fields.append(.init(field.name, field.value)) }
+        var method = method
+        var url = url
+        var fields = fields
         var body = body
         while true {
             let normalized: CanonicalRequest?
@@ -366,13 +396,13 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     /// One hop's response, and what it was sent to.
-    private struct Hop {
+    struct Hop {
         var response: HTTPClientResponse
         var address: IPAddress?
         var fallback: Bool
     }
 
-    private func finish(_ hop: Hop, canonical: CanonicalRequest, redirects: Int) -> Response {
+    func finish(_ hop: Hop, canonical: CanonicalRequest, redirects: Int) -> Response {
         let policy = CacheStoragePolicy.decide(
             method: canonical.method,
             scheme: canonical.scheme,
@@ -419,9 +449,7 @@ public final class InterceptingHTTPClient: Sendable {
         }
         let answer = try await resolve(host, before: deadline)
         let resolution = answer.resolution
-        let addresses: [IPAddress] = configuration.addressOrder == .ipv4First
-            ? resolution.ipv4.map(IPAddress.v4) + resolution.ipv6.map(IPAddress.v6)
-            : resolution.ipv6.map(IPAddress.v6) + resolution.ipv4.map(IPAddress.v4)
+        let addresses = orderedAddresses(of: resolution)
         guard !addresses.isEmpty else {
             throw InterceptorError(.resolutionFailed, "\(host) has no address of the families asked")
         }
@@ -440,7 +468,7 @@ public final class InterceptingHTTPClient: Sendable {
         let choosing = candidates.count > 1
         // Warm per origin (scheme, host and port): an address proven for one port says nothing of another. Made only
         // when there is a choice: a one-address answer (the common case) builds no key.
-        let warmKey = choosing ? "\(canonical.scheme)://\(origin):\(port)" : ""
+        let warmKey = choosing ? Self.warmKey(canonical, port: port) : ""
         if choosing, let warm = warmAddresses.address(of: warmKey, among: candidates), let index = candidates.firstIndex(of: warm) {
             // A request succeeded there lately, so AsyncHTTPClient likely holds a connection to it: no race.
             candidates.insert(candidates.remove(at: index), at: 0)
@@ -483,6 +511,18 @@ public final class InterceptingHTTPClient: Sendable {
             }
         }
         throw InterceptorError(.connectFailed, "no address of \(host) could be connected to: \(failures.joined(separator: "; "))")
+    }
+
+    /// An answer's addresses in the configured order of families.
+    func orderedAddresses(of resolution: Resolution) -> [IPAddress] {
+        configuration.addressOrder == .ipv4First
+            ? resolution.ipv4.map(IPAddress.v4) + resolution.ipv6.map(IPAddress.v6)
+            : resolution.ipv6.map(IPAddress.v6) + resolution.ipv4.map(IPAddress.v4)
+    }
+
+    /// The key of an origin's warm address: its scheme, host and port.
+    static func warmKey(_ canonical: CanonicalRequest, port: Int) -> String {
+        "\(canonical.scheme)://\(canonical.host):\(port)"
     }
 
     /// Happy Eyeballs over `candidates` (when there is more than one and it is on): the address that connected
@@ -552,7 +592,7 @@ public final class InterceptingHTTPClient: Sendable {
     /// Whether `error` says the request's stream ended before any answer, without the caller cancelling: a stream
     /// the server refused or cancelled (its GOAWAY: NIOHTTP2 closes the streams above the last one the server
     /// took with CANCEL), or one AsyncHTTPClient cancelled as its connection went.
-    private func neverAnswered(_ error: any Error) -> Bool {
+    func neverAnswered(_ error: any Error) -> Bool {
         guard !Task.isCancelled else { return false }
         if let closed = error as? NIOHTTP2Errors.StreamClosed { return closed.errorCode == .cancel || closed.errorCode == .refusedStream }
         // A closed HTTP/1.1 connection says nothing of whether the request was processed: not retried.
@@ -561,11 +601,11 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     /// Methods a server may get twice without harm (RFC 9110 §9.2.2).
-    private static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
+    static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
 
     /// An error of AsyncHTTPClient, NIO or TLS as what it means for the request: only a connection that was never
     /// made (so the request was never sent) is `connectFailed`, which lets the next address be tried.
-    private func describe(_ error: any Error, host: String, address: IPAddress?, method: String, replayable: Bool) -> InterceptorError {
+    func describe(_ error: any Error, host: String, address: IPAddress?, method: String, replayable: Bool) -> InterceptorError {
         let target = address.map { "\(host) at \($0)" } ?? host
         if let reason = CertificateRejection.reason(error) {
             return InterceptorError(.certificateRejected, "the TLS certificate of \(target) was not accepted for \(host): \(reason)", cause: error)

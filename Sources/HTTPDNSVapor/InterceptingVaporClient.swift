@@ -88,74 +88,32 @@ public struct InterceptingVaporClient: Client {
     ///
     /// The request's `timeout` (else ``Configuration-swift.struct/timeout``) bounds all of it, the response body
     /// included, as Vapor's own client does. The future fails with an `InterceptorError`.
+    ///
+    /// A request whose host's answer is cached, with one address to go to, is sent on AsyncHTTPClient's
+    /// `EventLoopFuture` API, as Vapor's own client sends: no task per request. Others go through the interceptor's
+    /// task-based pipeline; the rules and errors are the same.
     public func send(_ request: ClientRequest) -> EventLoopFuture<ClientResponse> {
-        let deadline = NIODeadline.now() + .nanoseconds(timeout(of: request).clampedNanoseconds)
-        let promise = eventLoop.makePromise(of: ClientResponse.self)
-        // The deadline cancels the task that sends the request and collects the body: one timer on the event loop,
-        // where the async form races the body against a task of its own.
-        let task = Task {
-            do {
-                promise.succeed(try await execute(request, deadline: deadline, watchedByCaller: true))
-            } catch {
-                promise.fail(error)
-            }
-        }
-        let timer = eventLoop.scheduleTask(deadline: deadline) { task.cancel() }
-        promise.futureResult.whenComplete { _ in timer.cancel() }
-        return promise.futureResult
+        let allocator = byteBufferAllocator
+        return interceptor.executeCollecting(
+            method: request.method.rawValue, url: request.url.string, headers: request.headers, body: request.body, timeout: timeout(of: request),
+            maxBodyBytes: configuration.maxResponseBodyBytes, on: eventLoop, logger: logger
+        ).map { ClientResponse(status: $0.status, headers: $0.headers, body: $0.body, byteBufferAllocator: allocator) }
     }
 
-    /// ``send(_:)`` as an async call, throwing the interceptor's error as it is typed.
+    /// ``send(_:)`` as an async call, throwing the interceptor's error as it is typed. Cancelling the calling task
+    /// cancels the request.
     public func execute(_ request: ClientRequest) async throws(InterceptorError) -> ClientResponse {
-        try await execute(request, deadline: NIODeadline.now() + .nanoseconds(timeout(of: request).clampedNanoseconds), watchedByCaller: false)
+        let response = try await interceptor.executeCollecting(
+            method: request.method.rawValue, url: request.url.string, headers: request.headers, body: request.body, timeout: timeout(of: request),
+            maxBodyBytes: configuration.maxResponseBodyBytes, logger: logger
+        )
+        // No body at all is nil, as Vapor's own client gives it.
+        return ClientResponse(status: response.status, headers: response.headers, body: response.body, byteBufferAllocator: byteBufferAllocator)
     }
 
     /// The request's own timeout, else the configuration's.
     private func timeout(of request: ClientRequest) -> Duration {
         request.timeout.map { Duration.nanoseconds($0.nanoseconds) } ?? configuration.timeout
-    }
-
-    /// - Parameter watchedByCaller: whether the caller cancels this task at `deadline` (``send(_:)`` does), so that
-    ///   the body needs no race of its own against it, and a cancellation after it is the timeout.
-    private func execute(_ request: ClientRequest, deadline: NIODeadline, watchedByCaller: Bool) async throws(InterceptorError) -> ClientResponse {
-        let timeout = timeout(of: request)
-        let url = request.url.string
-        let answer: InterceptingHTTPClient.Response
-        do {
-            answer = try await interceptor.execute(
-                method: request.method.rawValue, url: url, headers: request.headers, body: request.body, timeout: timeout, logger: logger
-            )
-        } catch where watchedByCaller && error.code == .cancelled && NIODeadline.now() >= deadline {
-            throw InterceptorError(.timeout, "the request to \(url) did not complete within \(timeout)", cause: error)
-        }
-        let head = answer.response
-        let limit = configuration.maxResponseBodyBytes
-        let collected: ByteBuffer?
-        do {
-            if watchedByCaller {
-                collected = try await head.body.collect(upTo: limit)
-            } else {
-                collected = try await withDeadline(deadline) { try await head.body.collect(upTo: limit) }
-            }
-        } catch let error as NIOTooManyBytesError {
-            throw InterceptorError(.transportFailed, "the response body of \(url) is longer than \(limit) bytes", cause: error)
-        } catch {
-            if watchedByCaller, Task.isCancelled, NIODeadline.now() >= deadline {
-                throw InterceptorError(.timeout, "the response body of \(url) did not arrive within \(timeout)", cause: error)
-            }
-            if Task.isCancelled { throw InterceptorError(.cancelled, "the request to \(url) was cancelled", cause: error) }
-            if let error = error as? HTTPClientError, error == .readTimeout || error == .deadlineExceeded {
-                throw InterceptorError(.timeout, "the response body of \(url) did not arrive in time", cause: error)
-            }
-            throw InterceptorError(.transportFailed, "the response body of \(url) could not be read: \(error)", cause: error)
-        }
-        guard let collected else {
-            throw InterceptorError(.timeout, "the response body of \(url) did not arrive within \(timeout)")
-        }
-        // No body at all is nil, as Vapor's own client gives it.
-        return ClientResponse(
-            status: head.status, headers: head.headers, body: collected.readableBytes > 0 ? collected : nil, byteBufferAllocator: byteBufferAllocator
-        )
     }
 
     public func delegating(to eventLoop: any EventLoop) -> any Client {

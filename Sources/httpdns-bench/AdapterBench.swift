@@ -36,7 +36,8 @@ import Prometheus
 ///   swift-openapi-async-http-client's `AsyncHTTPClientTransport` over an `HTTPClient` whose `dnsOverride` names the
 ///   address.
 /// - Vapor: `app.client.get` to nginx, an application whose clients are `.httpdns(…)` against one with Vapor's own
-///   client and that `dnsOverride`.
+///   client and that `dnsOverride` (`vapor`: Vapor's own as it comes, no deadline and no read timeout;
+///   `vapor-same-bounds`: Vapor's own given the interceptor's deadline and timeouts); `vapor-async-ahc` is a control.
 struct AdapterBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "adapters",
@@ -49,7 +50,7 @@ struct AdapterBench: AsyncParsableCommand {
     @ArgumentParser.Option(help: "Rounds per stack.")
     var rounds = 5
 
-    @ArgumentParser.Option(help: "A stack to measure (grpc, openapi, vapor); repeat for more. Default: every stack built in.")
+    @ArgumentParser.Option(help: "A stack to measure (grpc, openapi, vapor, vapor-same-bounds, vapor-async-ahc); repeat for more. Default: every stack built in.")
     var stack: [String] = []
 
     func validate() throws {
@@ -72,6 +73,7 @@ struct AdapterBench: AsyncParsableCommand {
         #endif
         #if Vapor
             stacks.append("vapor")
+            stacks.append("vapor-same-bounds")
             stacks.append("vapor-async-ahc")
         #endif
         return stacks
@@ -103,10 +105,10 @@ struct AdapterBench: AsyncParsableCommand {
         }
         print("httpdns-bench adapters --requests \(requests) --rounds \(rounds)" + stack.map { " --stack \($0)" }.joined())
         print("median latency in µs, the cache warm; ratio = adapter / baseline, median of the rounds' ratios")
-        print("stack            baseline  adapter  ratio   rounds")
+        print("stack              baseline  adapter  ratio   rounds")
         for (name, figures) in results {
             print(
-                name.padding(17) + formatted(figures.baseline.median, digits: 0).padding(10)
+                name.padding(19) + formatted(figures.baseline.median, digits: 0).padding(10)
                     + formatted(figures.adapter.median, digits: 0).padding(9) + (formatted(figures.roundRatios.median) + "×").padding(8)
                     + figures.roundRatios.map { formatted($0) }.joined(separator: " ")
             )
@@ -122,8 +124,9 @@ struct AdapterBench: AsyncParsableCommand {
             case "openapi": return try await withOrigin { try await measureOpenAPI($0, $1) }
         #endif
         #if Vapor
-            case "vapor": return try await withOrigin { try await measureVapor($0, $1) }
-            case "vapor-async-ahc": return try await withOrigin { try await measureVapor($0, $1, control: true) }
+            case "vapor": return try await withOrigin { try await measureVapor($0, $1, .adapter) }
+            case "vapor-same-bounds": return try await withOrigin { try await measureVapor($0, $1, .adapterAgainstBoundedBaseline) }
+            case "vapor-async-ahc": return try await withOrigin { try await measureVapor($0, $1, .asyncAHCControl) }
         #endif
         default: throw ValidationError("no stack \(stack) in this build")
         }
@@ -297,8 +300,20 @@ struct AdapterBench: AsyncParsableCommand {
     #endif
 
     #if Vapor
-        private static func get(_ client: any Vapor.Client, _ url: URI) async throws -> Int {
-            let response = try await client.get(url)
+        /// What is measured against Vapor's own client.
+        enum VaporWay {
+            /// `.httpdns(interceptor)` against Vapor's own client as configured by default: no request deadline, no
+            /// read timeout.
+            case adapter
+            /// `.httpdns(interceptor)` against Vapor's own client given the interceptor's bounds (a 60 s deadline per
+            /// request, a 30 s read timeout, a 5 s connect timeout): what the adapter adds besides its bounds.
+            case adapterAgainstBoundedBaseline
+            /// A control with no HTTPDNS: a Vapor client over AsyncHTTPClient's async API.
+            case asyncAHCControl
+        }
+
+        private static func get(_ client: any Vapor.Client, _ url: URI, timeout: TimeAmount? = nil) async throws -> Int {
+            let response = try await client.get(url) { $0.timeout = timeout }
             guard response.status == .ok else { throw InterceptorBench.Failure(description: "\(url) answered \(response.status)") }
             return response.body?.readableBytes ?? 0
         }
@@ -329,7 +344,7 @@ struct AdapterBench: AsyncParsableCommand {
         private func measureVapor(
             _ nginx: NginxServer,
             _ setup: (resolver: HostResolver, tls: TLSConfiguration),
-            control: Bool = false
+            _ way: VaporWay
         ) async throws -> Figures {
             let url = URI(string: "https://a.test:\(nginx.port)/")
             return try await withInterceptingHTTPClient(resolver: setup.resolver, configuration: Self.interceptorConfiguration(setup.tls)) {
@@ -340,7 +355,16 @@ struct AdapterBench: AsyncParsableCommand {
                     plain.http.client.configuration.tlsConfiguration = setup.tls
                     plain.http.client.configuration.dnsOverride = ["a.test": nginx.address]
                     plain.http.client.configuration.redirectConfiguration = .disallow
-                    if control {
+                    var baselineTimeout: TimeAmount?
+                    if way == .adapterAgainstBoundedBaseline {
+                        let bounds = InterceptingHTTPClient.Configuration()
+                        plain.http.client.configuration.timeout = .init(
+                            connect: .nanoseconds(Int64(bounds.connectTimeout.clampedNanoseconds)),
+                            read: .nanoseconds(Int64(bounds.readTimeout.clampedNanoseconds))
+                        )
+                        baselineTimeout = .nanoseconds(InterceptingVaporClient.Configuration().timeout.clampedNanoseconds)
+                    }
+                    if way == .asyncAHCControl {
                         let http = Self.fixedAddressClient(nginx, tls: setup.tls)
                         through.lifecycle.use(ShutDownClient(http: http))
                         through.clients.use { application in AsyncAHCClient(http: http, eventLoop: application.eventLoopGroup.next()) }
@@ -348,7 +372,7 @@ struct AdapterBench: AsyncParsableCommand {
                         through.clients.use(try .httpdns(interceptor))
                     }
                     let figures = try await rounds(
-                        Ways(baseline: { try await Self.get(plain.client, url) }, adapter: { try await Self.get(through.client, url) })
+                        Ways(baseline: { [baselineTimeout] in try await Self.get(plain.client, url, timeout: baselineTimeout) }, adapter: { try await Self.get(through.client, url) })
                     )
                     try await plain.asyncShutdown()
                     try await through.asyncShutdown()

@@ -194,6 +194,67 @@ struct InterceptingVaporClientTests {
         }
     }
 
+    /// A request whose host's answer is cached, with one address, goes out directly on AsyncHTTPClient's future API
+    /// (the client's trace says so), under the pipeline's rules: a 307 from there is followed, its body sent again
+    /// whole; a response past the bound, a request past its timeout and an address that refuses fail with the
+    /// pipeline's codes. A request whose answer must be waited for goes through the pipeline.
+    @Test func aCachedRequestGoesOutDirectlyUnderThePipelinesRules() async throws {
+        try await Self.withStage { stage in
+            try await withInterceptingHTTPClient(resolver: stage.resolver, configuration: stage.configuration) { interceptor in
+                let records = RecordingLogHandler.Records()
+                var configuration = InterceptingVaporClient.Configuration()
+                configuration.maxResponseBodyBytes = 1 << 20
+                let client = try InterceptingVaporClient(
+                    interceptor, configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(),
+                    logger: RecordingLogHandler.logger(records)
+                )
+                func sentDirectly() -> Int { records.all.filter { $0.message.hasPrefix("sending directly") }.count }
+
+                let cold = try await client.get(stage.url("a.test", "/cold"))
+                #expect(Self.text(cold) == "sni=a.test host=a.test:\(stage.port)\n")
+                #expect(sentDirectly() == 0, "the lookup was awaited: through the pipeline")
+
+                let warm = try await client.get(stage.url("a.test", "/warm"))
+                #expect(Self.text(warm) == "sni=a.test host=a.test:\(stage.port)\n")
+                #expect(sentDirectly() == 1)
+
+                // a.test, sent directly, redirects to b.test (not yet resolved): the next hop goes through the
+                // pipeline, with the body.
+                let redirected = try await client.post(stage.url("a.test", "/redirect/307/b.test/echo")) { $0.body = ByteBuffer(string: "kept") }
+                #expect(Self.text(redirected) == "method=POST body=kept")
+                #expect(redirected.headers.first(name: "x-seen") == "sni=b.test host=b.test:\(stage.port)")
+                #expect(sentDirectly() == 2)
+
+                let long = await #expect(throws: InterceptorError.self) { try await client.get(stage.url("a.test", "/large")) }
+                #expect(long?.code == .transportFailed && (long?.cause as? NIOTooManyBytesError) != nil, "\(String(describing: long))")
+                // 50 MB in 50 ms, with room for them.
+                var roomy = configuration
+                roomy.maxResponseBodyBytes = 64 << 20
+                let patient = try InterceptingVaporClient(
+                    interceptor, configuration: roomy, eventLoop: client.eventLoop, logger: RecordingLogHandler.logger(records)
+                )
+                let slow = await #expect(throws: InterceptorError.self) {
+                    try await patient.send(ClientRequest(method: .GET, url: stage.url("b.test", "/large"), timeout: .milliseconds(50))).get()
+                }
+                #expect(slow?.code == .timeout, "\(String(describing: slow))")
+                #expect(sentDirectly() == 4)
+
+                // Nothing listens on d.test's address: refused the first time through the pipeline, then directly,
+                // with the same code and words.
+                let last = Int(stage.origin.address.split(separator: ".").last!)!
+                stage.trusted.set("d.test", .addresses(ipv4: ["127.0.0.\(last == 250 ? 249 : last + 1)"], ipv6: [], ttl: 300))
+                var refusals: [InterceptorError] = []
+                for _ in 0..<2 {
+                    let refused = await #expect(throws: InterceptorError.self) { try await client.get(stage.url("d.test", "/")) }
+                    if let refused { refusals.append(refused) }
+                }
+                #expect(sentDirectly() == 5)
+                #expect(refusals.map(\.code) == [.connectFailed, .connectFailed], "\(refusals)")
+                #expect(refusals.allSatisfy { $0.message.hasPrefix("no address of d.test could be connected to") }, "\(refusals)")
+            }
+        }
+    }
+
     /// The example of the module's documentation (HTTPDNSVapor.md), as written there but for the URL's port and
     /// `app.testing()` in place of `app.execute()`.
     @Test func theDocumentationExample() async throws {

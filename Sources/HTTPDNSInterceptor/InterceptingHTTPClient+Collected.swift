@@ -1,0 +1,318 @@
+import AsyncHTTPClient
+import HTTPDNSCore
+import HTTPDNSNetworking
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Requests whose body is in memory and whose response body is collected: what Vapor's `Client` sends, for the
+/// Vapor adapter.
+///
+/// The future form sends a request the cache answers at once, to one address, on AsyncHTTPClient's `EventLoopFuture`
+/// API, as Vapor's own client sends its requests: no task, no async stream for the body. That direct path is taken
+/// when every step of the pipeline is known before anything is sent:
+/// - the URL is canonical and taken (not an address, not excluded), with no user information;
+/// - the resolver's trusted cache holds the host's answer (`HostResolver.cachedAnswer`);
+/// - there is one address to go to: the answer's only one, or the one a request to this origin last succeeded on
+///   (so no Happy Eyeballs race is due).
+///
+/// Everything else continues through the task-based pipeline of `execute(method:url:headers:body:timeout:logger:)`,
+/// with the same rules: a lookup to wait for, a race, a redirect (from its next hop on), a failover (a warm address
+/// that no longer connects is forgotten and the request goes through the whole pipeline; nothing was sent). Errors
+/// are the same `InterceptorError`s either way.
+extension InterceptingHTTPClient {
+    /// A response whose body was collected.
+    package struct CollectedResponse: Sendable {
+        package var status: HTTPResponseStatus
+        package var headers: HTTPHeaders
+        /// Nil when the response had no body bytes.
+        package var body: ByteBuffer?
+    }
+
+    /// Sends a request, following redirects, and collects the response body, all within `timeout`; the future
+    /// completes on `eventLoop` with the response or an `InterceptorError`.
+    ///
+    /// - Parameter maxBodyBytes: the longest response body collected; a longer one fails `transportFailed`, whose cause
+    ///   is NIO's `NIOTooManyBytesError`.
+    package func executeCollecting(
+        method: String,
+        url: String,
+        headers: HTTPHeaders,
+        body: ByteBuffer?,
+        timeout: Duration,
+        maxBodyBytes: Int,
+        on eventLoop: any EventLoop,
+        logger: Logger?
+    ) -> EventLoopFuture<CollectedResponse> {
+        let logger = logger ?? self.logger
+        let deadline = NIODeadline.now() + .nanoseconds(timeout.clampedNanoseconds)
+        let fields = Self.fields(of: headers)
+        let exchange = Exchange(
+            method: method, url: url, headers: headers, fields: fields, body: body, timeout: timeout, deadline: deadline, maxBodyBytes: maxBodyBytes,
+            logger: logger
+        )
+        guard let route = directRoute(method: method, url: url, fields: fields, body: body) else {
+            return throughPipeline(exchange, on: eventLoop)
+        }
+        return sendDirect(route, exchange, on: eventLoop, retried: false)
+    }
+
+    /// ``executeCollecting(method:url:headers:body:timeout:maxBodyBytes:on:logger:)`` as an async call, through the
+    /// task-based pipeline: cancelling the calling task cancels the request.
+    package func executeCollecting(
+        method: String,
+        url: String,
+        headers: HTTPHeaders,
+        body: ByteBuffer?,
+        timeout: Duration,
+        maxBodyBytes: Int,
+        logger: Logger?
+    ) async throws(InterceptorError) -> CollectedResponse {
+        let logger = logger ?? self.logger
+        let deadline = NIODeadline.now() + .nanoseconds(timeout.clampedNanoseconds)
+        let exchange = Exchange(
+            method: method, url: url, headers: headers, fields: [], body: body, timeout: timeout, deadline: deadline, maxBodyBytes: maxBodyBytes,
+            logger: logger
+        )
+        return try await collect(exchange, watchedByCaller: false) { () async throws(InterceptorError) -> Response in
+            try await self.execute(exchange.request, body: body.map(Body.bytes), deadline: deadline, logger: logger)
+        }
+    }
+
+    /// What one call asked for, as each path needs it.
+    struct Exchange: Sendable {
+        var method: String
+        var url: String
+        var headers: HTTPHeaders
+        /// The caller's fields without Host, for the hop after a redirect.
+        var fields: [CanonicalRequest.Header]
+        var body: ByteBuffer?
+        var timeout: Duration
+        var deadline: NIODeadline
+        var maxBodyBytes: Int
+        var logger: Logger
+
+        /// The caller's request, for the pipeline.
+        var request: HTTPClientRequest {
+            var request = HTTPClientRequest(url: url)
+            request.method = HTTPMethod(rawValue: method)
+            request.headers = headers
+            return request
+        }
+    }
+
+    /// The whole request through the task-based pipeline, its body collected.
+    private func throughPipeline(_ exchange: Exchange, on eventLoop: any EventLoop) -> EventLoopFuture<CollectedResponse> {
+        inTask(on: eventLoop, deadline: exchange.deadline) { () async throws(InterceptorError) -> CollectedResponse in
+            try await self.collect(exchange, watchedByCaller: true) { () async throws(InterceptorError) -> Response in
+                try await self.execute(exchange.request, body: exchange.body.map(Body.bytes), deadline: exchange.deadline, logger: exchange.logger)
+            }
+        }
+    }
+
+    /// A request that can go straight out: its canonical form, where to, and the client to send it on.
+    struct DirectRoute: Sendable {
+        var canonical: CanonicalRequest
+        var request: HTTPClient.Request
+        var address: IPAddress
+        /// The warm address's key when the address was chosen among several, nil when it is the only one.
+        var warmKey: String?
+        var lease: OriginClients.Lease
+    }
+
+    /// The direct route of a request, when every step is known without waiting; nil sends it through the pipeline
+    /// (which also says what is wrong with a request that cannot be sent).
+    private func directRoute(method: String, url: String, fields: [CanonicalRequest.Header], body: ByteBuffer?) -> DirectRoute? {
+        guard
+            let canonical = try? CanonicalRequest.normalize(method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical),
+            canonical.userInfo == nil,
+            case .take(let host) = decide(canonical),
+            let answer = try? resolver.cachedAnswer(host, families: configuration.families)
+        else { return nil }
+        let port = canonical.port ?? (canonical.scheme == "https" ? 443 : 80)
+        let address: IPAddress
+        var warmKey: String?
+        let resolution = answer.resolution
+        switch resolution.ipv4.count + resolution.ipv6.count {
+        case 0:
+            return nil
+        case 1:
+            address = resolution.ipv4.first.map(IPAddress.v4) ?? .v6(resolution.ipv6[0])
+        default:
+            let key = Self.warmKey(canonical, port: port)
+            guard let warm = warmAddresses.address(of: key, among: orderedAddresses(of: resolution)) else { return nil }
+            address = warm
+            warmKey = key
+        }
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(canonical.headers.count)
+        for header in canonical.headers { headers.add(name: header.name, value: header.value) }
+        guard
+            let request = try? HTTPClient.Request(
+                url: canonical.url, method: HTTPMethod(rawValue: canonical.method), headers: headers, body: body.map { .byteBuffer($0) }
+            ),
+            let lease = origins.lease(.init(host: canonical.host, address: address))
+        else { return nil }
+        return DirectRoute(canonical: canonical, request: request, address: address, warmKey: warmKey, lease: lease)
+    }
+
+    /// Sends `route`'s request on AsyncHTTPClient's future API and collects the response.
+    /// - Parameter retried: whether this is the one more send of an idempotent request whose stream ended unanswered.
+    private func sendDirect(_ route: DirectRoute, _ exchange: Exchange, on eventLoop: any EventLoop, retried: Bool) -> EventLoopFuture<CollectedResponse> {
+        exchange.logger.trace("sending directly, on AsyncHTTPClient's future API", metadata: ["address": "\(route.address)"])
+        let accumulator = ResponseAccumulator(request: route.request, maxBodySize: exchange.maxBodyBytes)
+        let sent = route.lease.client.execute(
+            request: route.request, delegate: accumulator, eventLoop: .delegate(on: eventLoop), deadline: exchange.deadline, logger: exchange.logger
+        ).futureResult
+        return sent.flatMap { response in
+            // The lease is held until here: the client is not shut down under the request.
+            withExtendedLifetime(route.lease) {}
+            if let key = route.warmKey { self.warmAddresses.record(route.address, for: key) }
+            return self.answered(response, route: route, exchange, on: eventLoop)
+        }.flatMapError { error in
+            if !retried, Self.idempotentMethods.contains(route.canonical.method), self.neverAnswered(error) {
+                // As the pipeline does: a stream refused by a GOAWAY is sent once more, on a new stream.
+                self.retries.increment()
+                exchange.logger.debug("the stream ended before an answer; sending once more", metadata: ["error": "\(error)"])
+                return self.sendDirect(route, exchange, on: eventLoop, retried: true)
+            }
+            if let key = route.warmKey { self.warmAddresses.forget(route.address, for: key) }
+            let failure: InterceptorError
+            if error is ResponseAccumulator.ResponseTooBigError {
+                failure = InterceptorError(
+                    .transportFailed, "the response body of \(exchange.url) is longer than \(exchange.maxBodyBytes) bytes",
+                    cause: NIOTooManyBytesError(maxBytes: exchange.maxBodyBytes)
+                )
+            } else {
+                let described = self.describe(error, host: route.canonical.host, address: route.address, method: route.canonical.method, replayable: true)
+                guard described.code == .connectFailed else {
+                    return self.failed(described, exchange, on: eventLoop)
+                }
+                if route.warmKey != nil {
+                    // The warm address no longer connects and nothing was sent: the whole pipeline, with its race
+                    // among the others.
+                    self.failovers.increment()
+                    exchange.logger.debug("connecting failed; trying the next address", metadata: ["address": "\(route.address)", "error": "\(error)"])
+                    return self.throughPipeline(exchange, on: eventLoop)
+                }
+                failure = InterceptorError(.connectFailed, "no address of \(route.canonical.host) could be connected to: \(described.message)")
+            }
+            return self.failed(failure, exchange, on: eventLoop)
+        }
+    }
+
+    /// A direct request's response: the answer, or a redirect to follow through the pipeline from its next hop.
+    private func answered(
+        _ response: HTTPClient.Response,
+        route: DirectRoute,
+        _ exchange: Exchange,
+        on eventLoop: any EventLoop
+    ) -> EventLoopFuture<CollectedResponse> {
+        let collected = CollectedResponse(
+            status: response.status, headers: response.headers, body: response.body.flatMap { $0.readableBytes > 0 ? $0 : nil }
+        )
+        let status = Int(response.status.code)
+        guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
+            sent.increment()
+            return eventLoop.makeSucceededFuture(collected)
+        }
+        let next: Redirect?
+        do {
+            next = try Redirect.follow(
+                status: status, location: response.headers.first(name: "location"), method: route.canonical.method, from: route.canonical,
+                headers: exchange.fields, allowingInsecure: configuration.allowsInsecureRedirects
+            )
+        } catch {
+            return failed(error, exchange, on: eventLoop)
+        }
+        guard let next else {
+            sent.increment()
+            return eventLoop.makeSucceededFuture(collected)
+        }
+        // maxRedirects > 0, and this is the first: followed. Its body, in memory, can be sent again.
+        exchange.logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
+        return inTask(on: eventLoop, deadline: exchange.deadline) { () async throws(InterceptorError) -> CollectedResponse in
+            try await self.collect(exchange, watchedByCaller: true) { () async throws(InterceptorError) -> Response in
+                do throws(InterceptorError) {
+                    let response = try await self.send(
+                        method: next.method, url: next.url, fields: next.headers, body: next.keepsBody ? exchange.body.map(Body.bytes) : nil,
+                        redirects: 1, deadline: exchange.deadline, logger: exchange.logger
+                    )
+                    self.count(response)
+                    return response
+                } catch {
+                    self.count(error, logger: exchange.logger)
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func failed(_ error: InterceptorError, _ exchange: Exchange, on eventLoop: any EventLoop) -> EventLoopFuture<CollectedResponse> {
+        count(error, logger: exchange.logger)
+        return eventLoop.makeFailedFuture(error)
+    }
+
+    /// Runs `operation` in a task whose future completes on `eventLoop`; one timer on the loop cancels the task at
+    /// `deadline` (the pipeline then says `timeout`, see ``collect(_:watchedByCaller:_:)``).
+    private func inTask(
+        on eventLoop: any EventLoop,
+        deadline: NIODeadline,
+        _ operation: @escaping @Sendable () async throws(InterceptorError) -> CollectedResponse
+    ) -> EventLoopFuture<CollectedResponse> {
+        let promise = eventLoop.makePromise(of: CollectedResponse.self)
+        let task = Task {
+            do {
+                promise.succeed(try await operation())
+            } catch {
+                promise.fail(error)
+            }
+        }
+        let timer = eventLoop.scheduleTask(deadline: deadline) { task.cancel() }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        return promise.futureResult
+    }
+
+    /// The response `send` gives, its body collected before the exchange's deadline.
+    /// - Parameter watchedByCaller: whether the caller cancels this task at the deadline (``inTask(on:deadline:_:)``
+    ///   does), so that the body needs no race of its own against it, and a cancellation after it is the timeout.
+    private func collect(
+        _ exchange: Exchange,
+        watchedByCaller: Bool,
+        _ send: () async throws(InterceptorError) -> Response
+    ) async throws(InterceptorError) -> CollectedResponse {
+        let url = exchange.url
+        let deadline = exchange.deadline
+        let answer: Response
+        do {
+            answer = try await send()
+        } catch where watchedByCaller && error.code == .cancelled && NIODeadline.now() >= deadline {
+            throw InterceptorError(.timeout, "the request to \(url) did not complete within \(exchange.timeout)", cause: error)
+        }
+        let head = answer.response
+        let limit = exchange.maxBodyBytes
+        let collected: ByteBuffer?
+        do {
+            if watchedByCaller {
+                collected = try await head.body.collect(upTo: limit)
+            } else {
+                collected = try await withDeadline(deadline) { try await head.body.collect(upTo: limit) }
+            }
+        } catch let error as NIOTooManyBytesError {
+            throw InterceptorError(.transportFailed, "the response body of \(url) is longer than \(limit) bytes", cause: error)
+        } catch {
+            if watchedByCaller, Task.isCancelled, NIODeadline.now() >= deadline {
+                throw InterceptorError(.timeout, "the response body of \(url) did not arrive within \(exchange.timeout)", cause: error)
+            }
+            if Task.isCancelled { throw InterceptorError(.cancelled, "the request to \(url) was cancelled", cause: error) }
+            if let error = error as? HTTPClientError, error == .readTimeout || error == .deadlineExceeded {
+                throw InterceptorError(.timeout, "the response body of \(url) did not arrive in time", cause: error)
+            }
+            throw InterceptorError(.transportFailed, "the response body of \(url) could not be read: \(error)", cause: error)
+        }
+        guard let collected else {
+            throw InterceptorError(.timeout, "the response body of \(url) did not arrive within \(exchange.timeout)")
+        }
+        return CollectedResponse(status: head.status, headers: head.headers, body: collected.readableBytes > 0 ? collected : nil)
+    }
+}
