@@ -57,7 +57,8 @@ final class AddressFailover: Sendable {
         let (order, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
         for index in order {
             let now = NIODeadline.now()
-            guard now < budgetEnds else { break }
+            // Past the budget, or the caller gone: no further address is tried (nor blamed for it).
+            guard now < budgetEnds, !Task.isCancelled else { break }
             let ownTimeout = now + .nanoseconds(attemptTimeoutNanoseconds)
             let attemptEnds = min(budgetEnds, ownTimeout)
             let started = ContinuousClock.now

@@ -37,7 +37,8 @@ public struct DoTEndpoint: Sendable, Hashable, CustomStringConvertible {
         do {
             parsed = try ServiceEndpoint(parsing: "https://" + rest)
         } catch {
-            throw ServiceEndpointError(error.code, text: text, reason: error.reason)
+            // The reasons speak of the URL parsed: said of this one, with its own scheme.
+            throw ServiceEndpointError(error.code, text: text, reason: error.reason.replacing("https://", with: "tls://"))
         }
         guard parsed.path.isEmpty, !rest.hasSuffix("/") else {
             throw ServiceEndpointError(.invalidPath, text: text, reason: "DNS over TLS has no path")

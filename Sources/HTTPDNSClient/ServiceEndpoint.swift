@@ -49,6 +49,9 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
             let after = authority[authority.index(after: close)...]
             guard after.isEmpty || after.hasPrefix(":") else { throw fail(.invalidPort, "only :PORT may follow an IPv6 address") }
             portText = after.isEmpty ? nil : after.dropFirst()
+        } else if authority.firstIndex(of: ":") != authority.lastIndex(of: ":") {
+            // Two colons or more: an IPv6 address, which cannot be told from its port without brackets.
+            throw fail(.invalidAddress, "an IPv6 address goes in brackets: https://[\(authority)]")
         } else if let colon = authority.firstIndex(of: ":") {
             hostText = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
@@ -59,7 +62,6 @@ public struct ServiceEndpoint: Sendable, Hashable, CustomStringConvertible {
         guard let address = IPAddress(String(hostText)) else {
             throw fail(.invalidAddress, "'\(hostText)' is not an IP address: a service is addressed by IP, so that reaching it needs no DNS")
         }
-        if case .v6 = address, !authority.hasPrefix("[") { throw fail(.invalidAddress, "an IPv6 address goes in brackets: https://[\(hostText)]") }
         let port: Int
         if let portText {
             guard let number = Int(portText), (1...65_535).contains(number) else {

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import HTTPDNSCore
 import HTTPDNSNetworking
+import HTTPDNSSynchronization
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -160,16 +161,26 @@ extension InterceptingHTTPClient {
     /// - Parameter retried: whether this is the one more send of an idempotent request whose stream ended unanswered.
     private func sendDirect(_ route: DirectRoute, _ exchange: Exchange, on eventLoop: any EventLoop, retried: Bool) -> EventLoopFuture<CollectedResponse> {
         exchange.logger.trace("sending directly, on AsyncHTTPClient's future API", metadata: ["address": "\(route.address)"])
-        let accumulator = ResponseAccumulator(request: route.request, maxBodySize: exchange.maxBodyBytes)
-        let sent = route.lease.client.execute(
-            request: route.request, delegate: accumulator, eventLoop: .delegate(on: eventLoop), deadline: exchange.deadline, logger: exchange.logger
-        ).futureResult
-        return sent.flatMap { response in
+        let delegate = CollectingDelegate(
+            method: route.canonical.method, limit: exchange.maxBodyBytes, dropsRedirectBodies: configuration.maxRedirects > 0
+        )
+        // AsyncHTTPClient completes on the caller's loop only when it is one of the client's own: else on one of
+        // those, and the result hops over.
+        let inGroup = eventLoops.contains(ObjectIdentifier(eventLoop))
+        let task = route.lease.client.execute(
+            request: route.request, delegate: delegate, eventLoop: inGroup ? .delegate(on: eventLoop) : .indifferent, deadline: exchange.deadline,
+            logger: exchange.logger
+        )
+        let answer = inGroup ? task.futureResult : task.futureResult.hop(to: eventLoop)
+        return answer.flatMap { response in
             // The lease is held until here: the client is not shut down under the request.
             withExtendedLifetime(route.lease) {}
             if let key = route.warmKey { self.warmAddresses.record(route.address, for: key) }
-            return self.answered(response, route: route, exchange, on: eventLoop)
+            return self.answered(response.head, body: response.body, route: route, exchange, on: eventLoop)
         }.flatMapError { error in
+            if let head = delegate.head {
+                return self.failedAfterHead(head, error, dropped: delegate.dropsBody, route: route, exchange, on: eventLoop)
+            }
             if !retried, Self.idempotentMethods.contains(route.canonical.method), self.neverAnswered(error) {
                 // As the pipeline does: a stream refused by a GOAWAY is sent once more, on a new stream.
                 self.retries.increment()
@@ -177,41 +188,74 @@ extension InterceptingHTTPClient {
                 return self.sendDirect(route, exchange, on: eventLoop, retried: true)
             }
             if let key = route.warmKey { self.warmAddresses.forget(route.address, for: key) }
-            let failure: InterceptorError
-            if error is ResponseAccumulator.ResponseTooBigError {
-                failure = InterceptorError(
-                    .transportFailed, "the response body of \(exchange.url) is longer than \(exchange.maxBodyBytes) bytes",
-                    cause: NIOTooManyBytesError(maxBytes: exchange.maxBodyBytes)
-                )
-            } else {
-                let described = self.describe(error, host: route.canonical.host, address: route.address, method: route.canonical.method, replayable: true)
-                guard described.code == .connectFailed else {
-                    return self.failed(described, exchange, on: eventLoop)
-                }
-                if route.warmKey != nil {
-                    // The warm address no longer connects and nothing was sent: the whole pipeline, with its race
-                    // among the others.
-                    self.failovers.increment()
-                    exchange.logger.debug("connecting failed; trying the next address", metadata: ["address": "\(route.address)", "error": "\(error)"])
-                    return self.throughPipeline(exchange, on: eventLoop)
-                }
-                failure = InterceptorError(.connectFailed, "no address of \(route.canonical.host) could be connected to: \(described.message)")
+            let described = self.describe(error, host: route.canonical.host, address: route.address, method: route.canonical.method, replayable: true)
+            guard described.code == .connectFailed else {
+                return self.failed(described, exchange, on: eventLoop)
             }
-            return self.failed(failure, exchange, on: eventLoop)
+            guard route.warmKey == nil else {
+                // The warm address no longer connects and nothing was sent: the whole pipeline, whose race among the
+                // answer's addresses may try this one again.
+                self.failovers.increment()
+                exchange.logger.debug("connecting failed; trying the next address", metadata: ["address": "\(route.address)", "error": "\(error)"])
+                return self.throughPipeline(exchange, on: eventLoop)
+            }
+            return self.failed(
+                InterceptorError(.connectFailed, "no address of \(route.canonical.host) could be connected to: \(described.message)"), exchange,
+                on: eventLoop
+            )
         }
     }
 
-    /// A direct request's response: the answer, or a redirect to follow through the pipeline from its next hop.
-    private func answered(
-        _ response: HTTPClient.Response,
+    /// A direct request that failed once its response head had arrived: as in the pipeline, which returns at the head
+    /// (counted then, its address kept warm) and collects the body after, the failure is the body's, never retried.
+    /// A redirect's body is not the caller's: the redirect is followed whatever became of it, unless time ran out.
+    private func failedAfterHead(
+        _ head: HTTPResponseHead,
+        _ error: any Error,
+        dropped: Bool,
         route: DirectRoute,
         _ exchange: Exchange,
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<CollectedResponse> {
-        let collected = CollectedResponse(
-            status: response.status, headers: response.headers, body: response.body.flatMap { $0.readableBytes > 0 ? $0 : nil }
-        )
-        let status = Int(response.status.code)
+        if let key = route.warmKey { warmAddresses.record(route.address, for: key) }
+        let deadlinePassed = (error as? HTTPClientError) == .deadlineExceeded
+        if dropped, !deadlinePassed {
+            return answered(head, body: nil, route: route, exchange, on: eventLoop)
+        }
+        let url = exchange.url
+        let failure: InterceptorError
+        switch error {
+        case is CollectingDelegate.TooLong:
+            failure = InterceptorError(
+                .transportFailed, "the response body of \(url) is longer than \(exchange.maxBodyBytes) bytes",
+                cause: NIOTooManyBytesError(maxBytes: exchange.maxBodyBytes)
+            )
+        case let error as HTTPClientError where error == .deadlineExceeded:
+            failure = InterceptorError(.timeout, "the response body of \(url) did not arrive within \(exchange.timeout)", cause: error)
+        case let error as HTTPClientError where error == .readTimeout:
+            failure = InterceptorError(.timeout, "the response body of \(url) did not arrive in time", cause: error)
+        default:
+            failure = InterceptorError(.transportFailed, "the response body of \(url) could not be read: \(error)", cause: error)
+        }
+        if dropped {
+            // A redirect past the deadline: the request failed before its last head, counted as the pipeline would.
+            return failed(failure, exchange, on: eventLoop)
+        }
+        sent.increment()
+        exchange.logger.debug("request failed", metadata: ["error": "\(failure)"])
+        return eventLoop.makeFailedFuture(failure)
+    }
+
+    /// A direct request's response: the answer, or a redirect to follow through the pipeline from its next hop.
+    private func answered(
+        _ head: HTTPResponseHead,
+        body: ByteBuffer?,
+        route: DirectRoute,
+        _ exchange: Exchange,
+        on eventLoop: any EventLoop
+    ) -> EventLoopFuture<CollectedResponse> {
+        let collected = CollectedResponse(status: head.status, headers: head.headers, body: body.flatMap { $0.readableBytes > 0 ? $0 : nil })
+        let status = Int(head.status.code)
         guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
             sent.increment()
             return eventLoop.makeSucceededFuture(collected)
@@ -219,7 +263,7 @@ extension InterceptingHTTPClient {
         let next: Redirect?
         do {
             next = try Redirect.follow(
-                status: status, location: response.headers.first(name: "location"), method: route.canonical.method, from: route.canonical,
+                status: status, location: head.headers.first(name: "location"), method: route.canonical.method, from: route.canonical,
                 headers: exchange.fields, allowingInsecure: configuration.allowsInsecureRedirects
             )
         } catch {
@@ -290,7 +334,8 @@ extension InterceptingHTTPClient {
             throw InterceptorError(.timeout, "the request to \(url) did not complete within \(exchange.timeout)", cause: error)
         }
         let head = answer.response
-        let limit = exchange.maxBodyBytes
+        // No more than one ByteBuffer holds.
+        let limit = min(exchange.maxBodyBytes, Int(UInt32.max))
         let collected: ByteBuffer?
         do {
             if watchedByCaller {
@@ -314,5 +359,79 @@ extension InterceptingHTTPClient {
             throw InterceptorError(.timeout, "the response body of \(url) did not arrive within \(exchange.timeout)")
         }
         return CollectedResponse(status: head.status, headers: head.headers, body: collected.readableBytes > 0 ? collected : nil)
+    }
+}
+
+/// Collects a direct request's response: the body up to a bound, but a redirect's body, which is not the caller's,
+/// read and dropped whatever its length (the request's deadline bounds it), as the pipeline drops it. Whether the head
+/// has arrived tells a failure of the body from one before any answer.
+final class CollectingDelegate: HTTPClientResponseDelegate {
+    struct Collected: Sendable {
+        var head: HTTPResponseHead
+        var body: ByteBuffer?
+    }
+
+    /// The body is longer than the bound.
+    struct TooLong: Error {}
+
+    private struct State {
+        var head: HTTPResponseHead?
+        var body: ByteBuffer?
+        var dropsBody = false
+    }
+
+    private let state = Mutex(State())
+    private let isHead: Bool
+    private let limit: Int
+    private let dropsRedirectBodies: Bool
+
+    /// - Parameters:
+    ///   - limit: the longest body kept; at most what one `ByteBuffer` holds (4 GiB).
+    ///   - dropsRedirectBodies: whether redirects are followed, so that a redirect's body is dropped.
+    init(method: String, limit: Int, dropsRedirectBodies: Bool) {
+        isHead = method == "HEAD"
+        self.limit = min(max(0, limit), Int(UInt32.max))
+        self.dropsRedirectBodies = dropsRedirectBodies
+    }
+
+    /// The response head, once it has arrived.
+    var head: HTTPResponseHead? { state.withLock { $0.head } }
+    /// Whether the body is being dropped: the response is a redirect to follow.
+    var dropsBody: Bool { state.withLock { $0.dropsBody } }
+
+    func didReceiveHead(task: HTTPClient.Task<Collected>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        let redirect = dropsRedirectBodies && Redirect.statuses.contains(Int(head.status.code)) && head.headers.first(name: "location")?.isEmpty == false
+        state.withLock { state in
+            state.head = head
+            state.dropsBody = redirect
+        }
+        if !redirect, !isHead, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }), length > limit {
+            return task.eventLoop.makeFailedFuture(TooLong())
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Collected>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
+        let fits = state.withLock { state -> Bool in
+            if state.dropsBody { return true }
+            guard (state.body?.readableBytes ?? 0) + part.readableBytes <= limit else { return false }
+            if state.body == nil {
+                state.body = part
+            } else {
+                var part = part
+                state.body!.writeBuffer(&part)
+            }
+            return true
+        }
+        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(TooLong())
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Collected>, _ error: any Error) {}
+
+    func didFinishRequest(task: HTTPClient.Task<Collected>) throws -> Collected {
+        try state.withLock { state in
+            guard let head = state.head else { throw HTTPClientError.remoteConnectionClosed }
+            return Collected(head: head, body: state.dropsBody ? nil : state.body)
+        }
     }
 }

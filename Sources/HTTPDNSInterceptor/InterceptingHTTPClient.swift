@@ -122,6 +122,9 @@ public final class InterceptingHTTPClient: Sendable {
     /// Per host, the address a request last succeeded on, while a connection to it is likely still pooled.
     let warmAddresses: WarmAddresses
     let retries = Counter(label: "httpdns_interceptor_retries_total")
+    /// The event loops of the clients' group: a caller's loop among them can have AsyncHTTPClient complete its
+    /// futures there directly (AsyncHTTPClient refuses any other).
+    let eventLoops: Set<ObjectIdentifier>
 
     /// - Throws: `ConfigurationError` for a limit that is not positive, or a TLS configuration without
     ///   certificate verification.
@@ -170,6 +173,7 @@ public final class InterceptingHTTPClient: Sendable {
         self.configuration = configuration
         self.resolver = resolver
         self.logger = logger
+        eventLoops = Set(eventLoopGroup.makeIterator().map { ObjectIdentifier($0) })
         let base: HTTPClient.Configuration = {
             var client = HTTPClient.Configuration(
                 tlsConfiguration: configuration.tls,

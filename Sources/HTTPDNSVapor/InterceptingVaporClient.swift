@@ -24,7 +24,8 @@ public struct InterceptingVaporClient: Client {
         /// own. Default 60 s.
         public var timeout: Duration = .seconds(60)
         /// The largest response body collected; a longer one fails the request with `InterceptorError.transportFailed`,
-        /// whose cause is NIO's `NIOTooManyBytesError`. Default 32 MiB.
+        /// whose cause is NIO's `NIOTooManyBytesError`. Default 32 MiB; a bound past 4 GiB, what one `ByteBuffer`
+        /// holds, bounds at 4 GiB. A redirect's body, which is followed and not returned, is not held to it.
         public var maxResponseBodyBytes = 32 << 20
 
         public init() {}

@@ -275,6 +275,14 @@ struct DoTSourceTests {
                 #expect(error.code == code, "\(text): \(error)")
             }
         }
+        // A reason that shows the endpoint shows it as written, with tls://.
+        do {
+            _ = try DoTEndpoint(parsing: "tls://::1")
+            Issue.record("tls://::1 was taken")
+        } catch {
+            #expect(error.code == .invalidAddress, "\(error)")
+            #expect(error.reason.contains("tls://[::1]") && !error.reason.contains("https://"), "\(error.reason)")
+        }
     }
 
     @Test func refusesSettingsThatCannotWork() throws {

@@ -251,6 +251,50 @@ struct InterceptingVaporClientTests {
                 #expect(sentDirectly() == 5)
                 #expect(refusals.map(\.code) == [.connectFailed, .connectFailed], "\(refusals)")
                 #expect(refusals.allSatisfy { $0.message.hasPrefix("no address of d.test could be connected to") }, "\(refusals)")
+                #expect(refusals.count == 2 && refusals[0].message == refusals[1].message, "\(refusals)")
+            }
+        }
+    }
+
+    /// The direct path's edges: a client whose event loop is not one of the interceptor's group (AsyncHTTPClient
+    /// completes elsewhere, and the answer hops over); a redirect whose body is longer than the bound (not the
+    /// caller's: followed, as the pipeline follows it); a bound past what a ByteBuffer holds.
+    @Test func theDirectPathTakesAnyLoopAndFollowsARedirectPastTheBound() async throws {
+        try await Self.withStage { stage in
+            try await withInterceptingHTTPClient(resolver: stage.resolver, configuration: stage.configuration) { interceptor in
+                let records = RecordingLogHandler.Records()
+                let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+                var tiny = InterceptingVaporClient.Configuration()
+                tiny.maxResponseBodyBytes = 64
+                let client = try InterceptingVaporClient(
+                    interceptor, configuration: tiny, eventLoop: group.next(), logger: RecordingLogHandler.logger(records)
+                )
+                do {
+                    func sentDirectly() -> Int { records.all.filter { $0.message.hasPrefix("sending directly") }.count }
+                    _ = try await stage.resolver.resolve(try HostName("a.test"))
+                    _ = try await stage.resolver.resolve(try HostName("b.test"))
+                    // The redirect's own body (nginx's HTML page) is longer than 64 bytes; the answer's is not.
+                    let redirected = try await client.send(ClientRequest(method: .GET, url: stage.url("a.test", "/redirect/302/b.test/x"))).get()
+                    #expect(redirected.status == .ok)
+                    #expect(Self.text(redirected)?.hasPrefix("sni=b.test") == true, "\(String(describing: Self.text(redirected)))")
+                    #expect(sentDirectly() == 1)
+                    // The answer's body, longer than the bound, still fails as too long.
+                    let long = await #expect(throws: InterceptorError.self) {
+                        try await client.send(ClientRequest(method: .GET, url: stage.url("b.test", "/large"))).get()
+                    }
+                    #expect(long?.code == .transportFailed && (long?.cause as? NIOTooManyBytesError) != nil, "\(String(describing: long))")
+                    #expect(sentDirectly() == 2)
+
+                    var unbounded = InterceptingVaporClient.Configuration()
+                    unbounded.maxResponseBodyBytes = .max
+                    let roomy = try InterceptingVaporClient(interceptor, configuration: unbounded, eventLoop: group.next())
+                    let answer = try await roomy.send(ClientRequest(method: .GET, url: stage.url("a.test", "/roomy"))).get()
+                    #expect(Self.text(answer) == "sni=a.test host=a.test:\(stage.port)\n")
+                } catch {
+                    try await group.shutdownGracefully()
+                    throw error
+                }
+                try await group.shutdownGracefully()
             }
         }
     }
