@@ -76,8 +76,8 @@ final class AddressFailover: Sendable {
                 if error.code == .shutdown { throw error }
                 failures.append(error)
                 // An address cut short by the end of the budget, not by its own timeout, is not held to blame; nor is
-                // one whose attempt began on the network before a change.
-                if !(error.code == .timeout && attemptEnds < ownTimeout) {
+                // one whose attempt began on the network before a change, nor one whose caller went away.
+                if !(error.code == .timeout && attemptEnds < ownTimeout), !Task.isCancelled {
                     health.withLock { health in
                         guard health.generation == generation else { return }
                         health.failed(index, now: clock.now())
