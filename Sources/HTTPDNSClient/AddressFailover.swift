@@ -11,8 +11,18 @@ final class AddressFailover: Sendable {
     enum AttemptFailure: Error {
         /// This address failed; another may answer.
         case tryNext(ResolutionError)
+        /// This address answered, but SERVFAIL or REFUSED for this query; another may answer. The address is not
+        /// held to blame: it answers, and a name that fails everywhere (a DNSSEC failure, a broken zone) would
+        /// otherwise let any client cool down every server by asking for it.
+        case tryNextAnswered(ResolutionError)
         /// The request itself is wrong, or was cancelled: no address will answer it differently.
         case final(ResolutionError)
+
+        /// An answer's failure: ``tryNextAnswered(_:)`` for SERVFAIL and REFUSED, which are answers, else
+        /// ``tryNext(_:)``.
+        static func answer(_ error: ResolutionError) -> AttemptFailure {
+            error.code == .serverFailure || error.code == .refused ? .tryNextAnswered(error) : .tryNext(error)
+        }
     }
 
     let count: Int
@@ -72,6 +82,12 @@ final class AddressFailover: Sendable {
                 return result
             case .failure(.final(let error)):
                 throw error
+            case .failure(.tryNextAnswered(let error)):
+                failures.append(error)
+                logger.debug(
+                    noun == "service" ? "service address answered unusably" : "\(sourceName) \(noun) answered unusably",
+                    metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]
+                )
             case .failure(.tryNext(let error)):
                 if error.code == .shutdown { throw error }
                 failures.append(error)
@@ -95,6 +111,9 @@ final class AddressFailover: Sendable {
         let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
         throw ResolutionError(.timeout, "no \(sourceName) \(noun) answered for \(subject) within \(budget.clampedMilliseconds) ms\(tried)")
     }
+
+    /// Each address's failures in a row, in the configuration's order: what its cool-down follows.
+    var failuresInARow: [Int] { health.withLock { $0.entries.map(\.failuresInARow) } }
 
     /// After a network change every address counts as healthy again.
     func reset() {

@@ -9,8 +9,8 @@ import NIOCore
 /// The same failover, budget, cool-downs and TLS rules as ``NativeServiceSource``. Answers are checked as a
 /// resolver's are: a response to our query (QR set, ID 0, the same question), addresses taken only from records
 /// owned by the name or by the CNAME chain from it, of the type asked. NXDOMAIN and NODATA are answers, with the
-/// negative TTL of the authority's SOA (RFC 2308) when there is one; SERVFAIL and REFUSED are that address's
-/// failure, and the next is asked.
+/// negative TTL of the authority's SOA (RFC 2308) when there is one; after SERVFAIL or REFUSED the next address is
+/// asked, the one that answered not held to blame (no cool-down: these are answers about the name).
 ///
 /// As a `MessageRelaying`, it POSTs any DNS message as it is (the service's upstream for the types it relays).
 ///
@@ -89,7 +89,7 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
                 do throws(ResolutionError) {
                     return try RelayAnswer.accept(Array(buffer: answer.body), to: query, from: from, refusal: &refusal)
                 } catch {
-                    throw .tryNext(error)
+                    throw .answer(error)
                 }
             }
         } catch {
@@ -116,7 +116,7 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
         }
         switch familyAnswer(message, from: from, host: host, type: type) {
         case .success(let answer): return answer
-        case .failure(let error): throw .tryNext(error)
+        case .failure(let error): throw .answer(error)
         }
     }
 

@@ -29,7 +29,8 @@ import NIOSSL
 ///
 /// **Answers** are checked as a resolver's are: a response (QR set) to the question asked, addresses only from records
 /// owned by the name or by the CNAME chain from it. NXDOMAIN and NODATA are answers, with the SOA's negative TTL
-/// (RFC 2308); SERVFAIL and REFUSED are that server's failure, and the next is asked.
+/// (RFC 2308); after SERVFAIL or REFUSED the next server is asked, the one that answered not held to blame (no
+/// cool-down: these are answers about the name).
 ///
 /// As a `MessageRelaying`, it sends any DNS message as it is (the service's upstream for the types it relays).
 ///
@@ -129,7 +130,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 
     private let settings: DoTConnection.Settings
     private let eventLoopGroup: any EventLoopGroup
-    private let failover: AddressFailover
+    let failover: AddressFailover
     private let state: Mutex<State>
     private let logger: Logger
 
@@ -203,7 +204,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
                 do throws(ResolutionError) {
                     return try RelayAnswer.accept(answer, to: query, from: "\(server)", refusal: &refusal)
                 } catch {
-                    throw .tryNext(error)
+                    throw .answer(error)
                 }
             }
         } catch {
@@ -388,7 +389,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         }
         switch DoHSource.familyAnswer(message, from: "\(server)", host: host, type: type) {
         case .success(let answer): return answer
-        case .failure(let error): throw .tryNext(error)
+        case .failure(let error): throw .answer(error)
         }
     }
 

@@ -8,8 +8,8 @@ import NIOCore
 ///
 /// The same failover, budget, cool-downs and TLS rules as ``NativeServiceSource``. The answer is checked: `Status`
 /// and `Question` are the wire format's, addresses are taken only from records of the type asked owned by the name
-/// or by the CNAME chain from it, and `TTL`s are whole seconds. `Status` 3 is NXDOMAIN; 2 and 5 are that address's
-/// failure.
+/// or by the CNAME chain from it, and `TTL`s are whole seconds. `Status` 3 is NXDOMAIN; after 2 or 5 the next
+/// address is asked, the one that answered not held to blame.
 ///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class JSONDNSSource: ResolutionSource {
@@ -76,8 +76,8 @@ public final class JSONDNSSource: ResolutionSource {
         switch status {
         case 0: break
         case 3: return .negative(.nameNotFound, ttlSeconds: nil)
-        case 2: throw .tryNext(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
-        case 5: throw .tryNext(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
+        case 2: throw .tryNextAnswered(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
+        case 5: throw .tryNextAnswered(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
         default: throw malformed("has Status \(status)")
         }
         // The records as DNS holds them, read by the same rules as DoH's.

@@ -243,6 +243,25 @@ struct DoTSourceTests {
         }
     }
 
+    /// REFUSED (or SERVFAIL) is an answer: the next server is asked, but the one that answered it is not held to blame.
+    /// Else any client could cool down every server by asking for a name that fails everywhere. A server that does not
+    /// answer is.
+    @Test func aRefusalDoesNotCoolTheServerDown() async throws {
+        try await Self.withDoT(extraLines: [#"local-zone: "bad.dot.test." always_refuse"#]) { _, certificate, endpoint in
+            let closed = try ClosedTCPPort()
+            let dead = try DoTEndpoint(address: IPAddress("127.0.0.1")!, port: closed.port)
+            try await Self.withSource(Self.configuration([endpoint, dead], certificate: certificate)) { source in
+                let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("bad.dot.test"), families: .ipv4) }
+                #expect(error?.code == .refused, "\(String(describing: error))")
+                let query = try DNSMessage(id: 9, recursionDesired: true, questions: [.init(name: "bad.dot.test", type: .txt)]).encoded()
+                #expect(try DNSMessage(parsing: try await source.send(query)).responseCode == .refused)
+                // unbound refused twice, the dead port failed twice: only the dead one is blamed.
+                #expect(source.failover.failuresInARow == [0, 2], "\(source.failover.failuresInARow)")
+            }
+            withExtendedLifetime(closed) {}
+        }
+    }
+
     /// As a relay: any type goes out as it is and comes back with every section and the query's own ID.
     @Test func relaysOtherTypes() async throws {
         try await Self.withDoT { _, certificate, endpoint in
