@@ -11,9 +11,11 @@ final class AddressFailover: Sendable {
     enum AttemptFailure: Error {
         /// This address failed; another may answer.
         case tryNext(ResolutionError)
-        /// This address answered, but SERVFAIL or REFUSED for this query; another may answer. The address is not
-        /// held to blame: it answers, and a name that fails everywhere (a DNSSEC failure, a broken zone) would
-        /// otherwise let any client cool down every server by asking for it.
+        /// This address answered, but SERVFAIL or REFUSED for this query; another may answer. The address is held
+        /// to blame only when a later one answers the query: a name that fails everywhere (a DNSSEC failure, a broken
+        /// zone) says nothing of the servers, and would otherwise let any client cool every server down by asking for
+        /// it; a server that refuses what another answers (a wrong ACL, a broken resolver) is cooled down as one that
+        /// failed.
         case tryNextAnswered(ResolutionError)
         /// The request itself is wrong, or was cancelled: no address will answer it differently.
         case final(ResolutionError)
@@ -64,6 +66,8 @@ final class AddressFailover: Sendable {
     ) async throws(ResolutionError) -> Result {
         let budgetEnds = NIODeadline.now() + .nanoseconds(budgetNanoseconds)
         var failures: [ResolutionError] = []
+        // Addresses that answered SERVFAIL or REFUSED: blamed if a later one answers.
+        var unusable: [Int] = []
         let (order, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
         for index in order {
             let now = NIODeadline.now()
@@ -78,12 +82,14 @@ final class AddressFailover: Sendable {
                 health.withLock { health in
                     guard health.generation == generation else { return }
                     health.succeeded(index, latencyNanoseconds: UInt64(max(0, elapsed.clampedNanoseconds)))
+                    for earlier in unusable { health.failed(earlier, now: clock.now()) }
                 }
                 return result
             case .failure(.final(let error)):
                 throw error
             case .failure(.tryNextAnswered(let error)):
                 failures.append(error)
+                unusable.append(index)
                 logger.debug(
                     noun == "service" ? "service address answered unusably" : "\(sourceName) \(noun) answered unusably",
                     metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]

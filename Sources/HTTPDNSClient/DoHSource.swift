@@ -10,7 +10,7 @@ import NIOCore
 /// resolver's are: a response to our query (QR set, ID 0, the same question), addresses taken only from records
 /// owned by the name or by the CNAME chain from it, of the type asked. NXDOMAIN and NODATA are answers, with the
 /// negative TTL of the authority's SOA (RFC 2308) when there is one; after SERVFAIL or REFUSED the next address is
-/// asked, the one that answered not held to blame (no cool-down: these are answers about the name).
+/// asked, the one that answered cooled down only when a later one answers the query.
 ///
 /// As a `MessageRelaying`, it POSTs any DNS message as it is (the service's upstream for the types it relays).
 ///

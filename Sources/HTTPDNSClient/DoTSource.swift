@@ -29,8 +29,8 @@ import NIOSSL
 ///
 /// **Answers** are checked as a resolver's are: a response (QR set) to the question asked, addresses only from records
 /// owned by the name or by the CNAME chain from it. NXDOMAIN and NODATA are answers, with the SOA's negative TTL
-/// (RFC 2308); after SERVFAIL or REFUSED the next server is asked, the one that answered not held to blame (no
-/// cool-down: these are answers about the name).
+/// (RFC 2308); after SERVFAIL or REFUSED the next server is asked, the one that answered cooled down only when a
+/// later one answers the query.
 ///
 /// As a `MessageRelaying`, it sends any DNS message as it is (the service's upstream for the types it relays).
 ///
@@ -130,6 +130,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 
     private let settings: DoTConnection.Settings
     private let eventLoopGroup: any EventLoopGroup
+    /// Internal, not private: tests read its health.
     let failover: AddressFailover
     private let state: Mutex<State>
     private let logger: Logger

@@ -9,7 +9,7 @@ import NIOCore
 /// The same failover, budget, cool-downs and TLS rules as ``NativeServiceSource``. The answer is checked: `Status`
 /// and `Question` are the wire format's, addresses are taken only from records of the type asked owned by the name
 /// or by the CNAME chain from it, and `TTL`s are whole seconds. `Status` 3 is NXDOMAIN; after 2 or 5 the next
-/// address is asked, the one that answered not held to blame.
+/// address is asked, the one that answered cooled down only when a later one answers.
 ///
 /// Call ``shutdown()`` when done: it closes the kept-alive connections.
 public final class JSONDNSSource: ResolutionSource {

@@ -119,7 +119,8 @@ final class ServiceClient: Sendable {
     /// Sends `GET target` (or, with a body, `POST`) to the service's addresses in order of health until one answers
     /// in a way `accept` takes, within the budget.
     /// - Parameter host: what is asked, for messages: the host name, or a relayed query.
-    /// - Parameter accept: reads an answer; throws ``AttemptFailure/tryNext(_:)`` when the address failed (the next
+    /// - Parameter accept: reads an answer; throws ``AttemptFailure/tryNextAnswered(_:)`` for a SERVFAIL or REFUSED,
+    ///   ``AttemptFailure/tryNext(_:)`` when the address failed (the next
     ///   is tried) or ``AttemptFailure/final(_:)`` when no address would answer otherwise.
     /// - Throws: ``ResolutionError``: a rejected certificate first, else the first address's failure when all failed,
     ///   `.timeout` when the budget ran out (``AddressFailover``).

@@ -243,10 +243,10 @@ struct DoTSourceTests {
         }
     }
 
-    /// REFUSED (or SERVFAIL) is an answer: the next server is asked, but the one that answered it is not held to blame.
-    /// Else any client could cool down every server by asking for a name that fails everywhere. A server that does not
-    /// answer is.
-    @Test func aRefusalDoesNotCoolTheServerDown() async throws {
+    /// REFUSED (or SERVFAIL) is an answer: the next server is asked, but when none answers better the one that refused
+    /// is not held to blame. Else any client could cool down every server by asking for a name that fails everywhere.
+    /// A server that does not answer is.
+    @Test func aRefusalEverywhereCoolsNoServerDown() async throws {
         try await Self.withDoT(extraLines: [#"local-zone: "bad.dot.test." always_refuse"#]) { _, certificate, endpoint in
             let closed = try ClosedTCPPort()
             let dead = try DoTEndpoint(address: IPAddress("127.0.0.1")!, port: closed.port)
@@ -259,6 +259,28 @@ struct DoTSourceTests {
                 #expect(source.failover.failuresInARow == [0, 2], "\(source.failover.failuresInARow)")
             }
             withExtendedLifetime(closed) {}
+        }
+    }
+
+    /// A server that refuses what the next one answers is cooled down: a wrong ACL or a broken resolver would
+    /// otherwise be asked first, for nothing, on every query.
+    @Test func aRefusalAnotherServerAnswersCoolsTheRefuserDown() async throws {
+        try await TestCertificate.with(subjectAltName: "DNS:dot.test") { certificate, key in
+            let tls = UnboundServer.TLS(certificate: certificate, key: key)
+            try await withUnbound(lines: Self.zone + [#"local-zone: "bad.dot.test." always_refuse"#], tls: tls) { refusing in
+                try await withUnbound(lines: Self.zone, tls: tls) { answering in
+                    let servers = [
+                        try DoTEndpoint(address: refusing.address.ip, port: refusing.tlsPort!),
+                        try DoTEndpoint(address: answering.address.ip, port: answering.tlsPort!),
+                    ]
+                    try await Self.withSource(Self.configuration(servers, certificate: certificate)) { source in
+                        // The second server answers (NXDOMAIN: the name is under its static zone).
+                        let answer = try await source.query(try HostName("bad.dot.test"), families: .ipv4)
+                        #expect(answer.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
+                        #expect(source.failover.failuresInARow == [1, 0], "\(source.failover.failuresInARow)")
+                    }
+                }
+            }
         }
     }
 
