@@ -37,7 +37,8 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
     public var name: String { configuration.name }
     public var upstreamDescription: String { configuration.upstreamDescription }
 
-    private let client: ServiceClient
+    /// Internal, not private: tests read its health.
+    let client: ServiceClient
 
     /// - Throws: `ConfigurationError` naming a setting that cannot work.
     public init(

@@ -49,7 +49,8 @@ final class ServiceClient: Sendable {
     let settings: Settings
     private let makeClient: @Sendable (ServiceEndpoint) -> HTTPClient
     private let clients: Mutex<Clients>
-    private let failover: AddressFailover
+    /// Internal, not private: tests read its health.
+    let failover: AddressFailover
     private let logger: Logger
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {

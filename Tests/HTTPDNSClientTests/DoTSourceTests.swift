@@ -371,4 +371,35 @@ struct DoHRelayingTests {
             }
         }
     }
+
+    /// As for DoT: REFUSED from unbound's DoH, for a lookup and for a relayed query, moves on to the next address but,
+    /// with nothing better there (a closed port), blames only the address that did not answer.
+    @Test func aRefusalEverywhereCoolsNoAddressDown() async throws {
+        let ip = "127.0.0.\(Int.random(in: 2...254))"
+        try await TestCertificate.with(subjectAltName: "IP:\(ip)") { certificate, key in
+            let lines = DoTSourceTests.zone + [#"local-zone: "bad.dot.test." always_refuse"#]
+            try await withUnbound(at: ip, lines: lines, tls: .init(certificate: certificate, key: key)) { unbound in
+                let closed = try ClosedTCPPort()
+                var configuration = DoHSource.Configuration(servers: [
+                    try ServiceEndpoint(parsing: "https://\(ip):\(unbound.httpsPort!)"), try ServiceEndpoint(parsing: "https://127.0.0.1:\(closed.port)"),
+                ])
+                configuration.connection.extraTrustRootsPEMFile = certificate
+                configuration.connection.budget = .seconds(10)
+                configuration.connection.attemptTimeout = .seconds(10)
+                let source = try DoHSource(configuration: configuration)
+                do {
+                    let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("bad.dot.test"), families: .ipv4) }
+                    #expect(error?.code == .refused, "\(String(describing: error))")
+                    let query = try DNSMessage(id: 0, recursionDesired: true, questions: [.init(name: "bad.dot.test", type: .txt)]).encoded()
+                    #expect(try DNSMessage(parsing: try await source.send(query)).responseCode == .refused)
+                    #expect(source.client.failover.failuresInARow == [0, 2], "\(source.client.failover.failuresInARow)")
+                } catch {
+                    await source.shutdown()
+                    throw error
+                }
+                await source.shutdown()
+                withExtendedLifetime(closed) {}
+            }
+        }
+    }
 }
