@@ -540,6 +540,7 @@ let package = Package(
                 "HTTPDNSInterceptor",
                 "HTTPDNSTesting",
                 "HTTPDNSVapor",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),

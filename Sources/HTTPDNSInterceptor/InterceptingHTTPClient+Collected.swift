@@ -172,43 +172,65 @@ extension InterceptingHTTPClient {
             logger: exchange.logger
         )
         let answer = inGroup ? task.futureResult : task.futureResult.hop(to: eventLoop)
-        return answer.flatMap { response in
+        // One handler for either outcome: what `answered` goes on to do (a redirect's next hop, which may fail) is
+        // never taken for this send's failure.
+        let promise = eventLoop.makePromise(of: CollectedResponse.self)
+        answer.whenComplete { outcome in
             // The lease is held until here: the client is not shut down under the request.
             withExtendedLifetime(route.lease) {}
-            if let key = route.warmKey { self.warmAddresses.record(route.address, for: key) }
-            return self.answered(response.head, body: response.body, route: route, exchange, on: eventLoop)
-        }.flatMapError { error in
-            if let head = delegate.head {
-                return self.failedAfterHead(head, error, dropped: delegate.dropsBody, route: route, exchange, on: eventLoop)
+            switch outcome {
+            case .success(let response):
+                if let key = route.warmKey { self.warmAddresses.record(route.address, for: key) }
+                promise.completeWith(self.answered(response.head, body: response.body, route: route, exchange, on: eventLoop))
+            case .failure(let error):
+                promise.completeWith(self.sendFailed(error, delegate: delegate, route: route, exchange, on: eventLoop, retried: retried))
             }
-            if !retried, Self.idempotentMethods.contains(route.canonical.method), self.neverAnswered(error) {
-                // As the pipeline does: a stream refused by a GOAWAY is sent once more, on a new stream.
-                self.retries.increment()
-                exchange.logger.debug("the stream ended before an answer; sending once more", metadata: ["error": "\(error)"])
-                return self.sendDirect(route, exchange, on: eventLoop, retried: true)
-            }
-            if let key = route.warmKey { self.warmAddresses.forget(route.address, for: key) }
-            let described = self.describe(error, host: route.canonical.host, address: route.address, method: route.canonical.method, replayable: true)
-            guard described.code == .connectFailed else {
-                return self.failed(described, exchange, on: eventLoop)
-            }
-            guard route.warmKey == nil else {
-                // The warm address no longer connects and nothing was sent: the whole pipeline, whose race among the
-                // answer's addresses may try this one again.
-                self.failovers.increment()
-                exchange.logger.debug("connecting failed; trying the next address", metadata: ["address": "\(route.address)", "error": "\(error)"])
-                return self.throughPipeline(exchange, on: eventLoop)
-            }
-            return self.failed(
-                InterceptorError(.connectFailed, "no address of \(route.canonical.host) could be connected to: \(described.message)"), exchange,
-                on: eventLoop
-            )
         }
+        return promise.futureResult
+    }
+
+    /// A direct send that failed: before any answer, sent once more (an idempotent request whose stream was refused),
+    /// handed to the pipeline (a warm address that no longer connects) or failed as the pipeline fails it; after the
+    /// response head, see ``failedAfterHead(_:_:dropped:route:_:on:)``.
+    private func sendFailed(
+        _ error: any Error,
+        delegate: CollectingDelegate,
+        route: DirectRoute,
+        _ exchange: Exchange,
+        on eventLoop: any EventLoop,
+        retried: Bool
+    ) -> EventLoopFuture<CollectedResponse> {
+        if let head = delegate.head {
+            return self.failedAfterHead(head, error, dropped: delegate.dropsBody, route: route, exchange, on: eventLoop)
+        }
+        if !retried, Self.idempotentMethods.contains(route.canonical.method), self.neverAnswered(error) {
+            // As the pipeline does: a stream refused by a GOAWAY is sent once more, on a new stream.
+            self.retries.increment()
+            exchange.logger.debug("the stream ended before an answer; sending once more", metadata: ["error": "\(error)"])
+            return self.sendDirect(route, exchange, on: eventLoop, retried: true)
+        }
+        if let key = route.warmKey { self.warmAddresses.forget(route.address, for: key) }
+        let described = self.describe(error, host: route.canonical.host, address: route.address, method: route.canonical.method, replayable: true)
+        guard described.code == .connectFailed else {
+            return self.failed(described, exchange, on: eventLoop)
+        }
+        guard route.warmKey == nil else {
+            // The warm address no longer connects and nothing was sent: the whole pipeline, whose race among the
+            // answer's addresses may try this one again.
+            self.failovers.increment()
+            exchange.logger.debug("connecting failed; trying the next address", metadata: ["address": "\(route.address)", "error": "\(error)"])
+            return self.throughPipeline(exchange, on: eventLoop)
+        }
+        return self.failed(
+            InterceptorError(.connectFailed, "no address of \(route.canonical.host) could be connected to: \(described.message)"), exchange,
+            on: eventLoop
+        )
     }
 
     /// A direct request that failed once its response head had arrived: as in the pipeline, which returns at the head
     /// (counted then, its address kept warm) and collects the body after, the failure is the body's, never retried.
-    /// A redirect's body is not the caller's: the redirect is followed whatever became of it, unless time ran out.
+    /// A redirect to follow ends the request at its head (`CollectingDelegate.FollowRedirect`): it is followed, its
+    /// body unread, unless time ran out.
     private func failedAfterHead(
         _ head: HTTPResponseHead,
         _ error: any Error,
@@ -225,10 +247,9 @@ extension InterceptingHTTPClient {
         let url = exchange.url
         let failure: InterceptorError
         switch error {
-        case is CollectingDelegate.TooLong:
+        case let error as CollectingDelegate.TooLong:
             failure = InterceptorError(
-                .transportFailed, "the response body of \(url) is longer than \(exchange.maxBodyBytes) bytes",
-                cause: NIOTooManyBytesError(maxBytes: exchange.maxBodyBytes)
+                .transportFailed, "the response body of \(url) is longer than \(error.limit) bytes", cause: NIOTooManyBytesError(maxBytes: error.limit)
             )
         case let error as HTTPClientError where error == .deadlineExceeded:
             failure = InterceptorError(.timeout, "the response body of \(url) did not arrive within \(exchange.timeout)", cause: error)
@@ -362,9 +383,9 @@ extension InterceptingHTTPClient {
     }
 }
 
-/// Collects a direct request's response: the body up to a bound, but a redirect's body, which is not the caller's,
-/// read and dropped whatever its length (the request's deadline bounds it), as the pipeline drops it. Whether the head
-/// has arrived tells a failure of the body from one before any answer.
+/// Collects a direct request's response: the body up to a bound. A redirect to follow ends the request at its head
+/// (``FollowRedirect``), its body not read, as the pipeline drops it. Whether the head has arrived tells a failure of
+/// the body from one before any answer.
 final class CollectingDelegate: HTTPClientResponseDelegate {
     struct Collected: Sendable {
         var head: HTTPResponseHead
@@ -372,7 +393,12 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
     }
 
     /// The body is longer than the bound.
-    struct TooLong: Error {}
+    struct TooLong: Error {
+        var limit: Int
+    }
+
+    /// The response is a redirect to follow: its head is all that is needed.
+    struct FollowRedirect: Error {}
 
     private struct State {
         var head: HTTPResponseHead?
@@ -405,8 +431,13 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
             state.head = head
             state.dropsBody = redirect
         }
-        if !redirect, !isHead, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }), length > limit {
-            return task.eventLoop.makeFailedFuture(TooLong())
+        if redirect { return task.eventLoop.makeFailedFuture(FollowRedirect()) }
+        // A HEAD's, a 204's, a 304's or a 1xx's Content-Length announces no body of its own (RFC 9110 §8.6).
+        let status = head.status.code
+        if !isHead, status != 204, status != 304, status >= 200, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
+            length > limit
+        {
+            return task.eventLoop.makeFailedFuture(TooLong(limit: limit))
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }
@@ -423,7 +454,7 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
             }
             return true
         }
-        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(TooLong())
+        return fits ? task.eventLoop.makeSucceededVoidFuture() : task.eventLoop.makeFailedFuture(TooLong(limit: limit))
     }
 
     func didReceiveError(task: HTTPClient.Task<Collected>, _ error: any Error) {}

@@ -3,6 +3,8 @@ import HTTPDNSCore
 import HTTPDNSInterceptor
 import HTTPDNSTesting
 import HTTPDNSVapor
+import Metrics
+import MetricsTestKit
 import NIOCore
 import NIOSSL
 import Testing
@@ -252,6 +254,35 @@ struct InterceptingVaporClientTests {
                 #expect(refusals.map(\.code) == [.connectFailed, .connectFailed], "\(refusals)")
                 #expect(refusals.allSatisfy { $0.message.hasPrefix("no address of d.test could be connected to") }, "\(refusals)")
                 #expect(refusals.count == 2 && refusals[0].message == refusals[1].message, "\(refusals)")
+            }
+        }
+    }
+
+    /// A redirect answered on the direct path whose next hop fails: the next hop is sent once, and the request is
+    /// counted once, with the next hop's failure (the redirect's follow-up is never taken for the first send's
+    /// failure).
+    @Test func aFailedHopAfterADirectRedirectIsSentAndCountedOnce() async throws {
+        let metrics = TestMetrics()
+        try await withMetricsFactory(metrics) {
+            try await Self.withStage { stage in
+                try await withInterceptingHTTPClient(resolver: stage.resolver, configuration: stage.configuration) { interceptor in
+                    let records = RecordingLogHandler.Records()
+                    let client = try InterceptingVaporClient(
+                        interceptor, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: RecordingLogHandler.logger(records)
+                    )
+                    let last = Int(stage.origin.address.split(separator: ".").last!)!
+                    stage.trusted.set("d.test", .addresses(ipv4: ["127.0.0.\(last == 250 ? 249 : last + 1)"], ipv6: [], ttl: 300))
+                    _ = try await stage.resolver.resolve(try HostName("a.test"))
+                    let refused = await #expect(throws: InterceptorError.self) {
+                        try await client.post(stage.url("a.test", "/redirect/307/d.test/echo")) { $0.body = ByteBuffer(string: "once") }
+                    }
+                    #expect(refused?.code == .connectFailed, "\(String(describing: refused))")
+                    #expect(records.all.filter { $0.message.hasPrefix("sending directly") }.count == 1, "the first hop went out directly")
+                    #expect(records.all.filter { $0.message == "following a redirect" }.count == 1)
+                    let counted = metrics.counterTotal(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "connect_failed")])
+                    #expect(counted == 1, "counted \(counted) times")
+                    #expect(stage.trusted.queryCount("d.test") == 1)
+                }
             }
         }
     }
