@@ -47,12 +47,10 @@ extension InterceptingHTTPClient {
     ) -> EventLoopFuture<CollectedResponse> {
         let logger = logger ?? self.logger
         let deadline = NIODeadline.now() + .nanoseconds(timeout.clampedNanoseconds)
-        let fields = Self.fields(of: headers)
         let exchange = Exchange(
-            method: method, url: url, headers: headers, fields: fields, body: body, timeout: timeout, deadline: deadline, maxBodyBytes: maxBodyBytes,
-            logger: logger
+            method: method, url: url, headers: headers, body: body, timeout: timeout, deadline: deadline, maxBodyBytes: maxBodyBytes, logger: logger
         )
-        guard let route = directRoute(method: method, url: url, fields: fields, body: body) else {
+        guard let route = directRoute(method: method, url: url, fields: Self.fields(of: headers), body: body) else {
             return throughPipeline(exchange, on: eventLoop)
         }
         return sendDirect(route, exchange, on: eventLoop, retried: false)
@@ -72,12 +70,9 @@ extension InterceptingHTTPClient {
         let logger = logger ?? self.logger
         let deadline = NIODeadline.now() + .nanoseconds(timeout.clampedNanoseconds)
         let exchange = Exchange(
-            method: method, url: url, headers: headers, fields: [], body: body, timeout: timeout, deadline: deadline, maxBodyBytes: maxBodyBytes,
-            logger: logger
+            method: method, url: url, headers: headers, body: body, timeout: timeout, deadline: deadline, maxBodyBytes: maxBodyBytes, logger: logger
         )
-        return try await collect(exchange, watchedByCaller: false) { () async throws(InterceptorError) -> Response in
-            try await self.execute(exchange.request, body: body.map(Body.bytes), deadline: deadline, logger: logger)
-        }
+        return try await pipelined(exchange, watchedByCaller: false)
     }
 
     /// What one call asked for, as each path needs it.
@@ -85,8 +80,6 @@ extension InterceptingHTTPClient {
         var method: String
         var url: String
         var headers: HTTPHeaders
-        /// The caller's fields without Host, for the hop after a redirect.
-        var fields: [CanonicalRequest.Header]
         var body: ByteBuffer?
         var timeout: Duration
         var deadline: NIODeadline
@@ -102,12 +95,17 @@ extension InterceptingHTTPClient {
         }
     }
 
-    /// The whole request through the task-based pipeline, its body collected.
+    /// The whole request through the task-based pipeline, its body collected, in a task the deadline cancels.
     private func throughPipeline(_ exchange: Exchange, on eventLoop: any EventLoop) -> EventLoopFuture<CollectedResponse> {
         inTask(on: eventLoop, deadline: exchange.deadline) { () async throws(InterceptorError) -> CollectedResponse in
-            try await self.collect(exchange, watchedByCaller: true) { () async throws(InterceptorError) -> Response in
-                try await self.execute(exchange.request, body: exchange.body.map(Body.bytes), deadline: exchange.deadline, logger: exchange.logger)
-            }
+            try await self.pipelined(exchange, watchedByCaller: true)
+        }
+    }
+
+    /// The whole request through the task-based pipeline, its body collected.
+    private func pipelined(_ exchange: Exchange, watchedByCaller: Bool) async throws(InterceptorError) -> CollectedResponse {
+        try await collect(exchange, watchedByCaller: watchedByCaller) { () async throws(InterceptorError) -> Response in
+            try await self.execute(exchange.request, body: exchange.body.map(Body.bytes), deadline: exchange.deadline, logger: exchange.logger)
         }
     }
 
@@ -130,7 +128,6 @@ extension InterceptingHTTPClient {
             case .take(let host) = decide(canonical),
             let answer = try? resolver.cachedAnswer(host, families: configuration.families)
         else { return nil }
-        let port = canonical.port ?? (canonical.scheme == "https" ? 443 : 80)
         let address: IPAddress
         var warmKey: String?
         let resolution = answer.resolution
@@ -140,17 +137,15 @@ extension InterceptingHTTPClient {
         case 1:
             address = resolution.ipv4.first.map(IPAddress.v4) ?? .v6(resolution.ipv6[0])
         default:
-            let key = Self.warmKey(canonical, port: port)
+            let key = Self.warmKey(canonical, port: Self.port(of: canonical))
             guard let warm = warmAddresses.address(of: key, among: orderedAddresses(of: resolution)) else { return nil }
             address = warm
             warmKey = key
         }
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(canonical.headers.count)
-        for header in canonical.headers { headers.add(name: header.name, value: header.value) }
         guard
             let request = try? HTTPClient.Request(
-                url: canonical.url, method: HTTPMethod(rawValue: canonical.method), headers: headers, body: body.map { .byteBuffer($0) }
+                url: canonical.url, method: HTTPMethod(rawValue: canonical.method), headers: Self.headers(of: canonical),
+                body: body.map { .byteBuffer($0) }
             ),
             let lease = origins.lease(.init(host: canonical.host, address: address))
         else { return nil }
@@ -191,7 +186,7 @@ extension InterceptingHTTPClient {
 
     /// A direct send that failed: before any answer, sent once more (an idempotent request whose stream was refused),
     /// handed to the pipeline (a warm address that no longer connects) or failed as the pipeline fails it; after the
-    /// response head, see ``failedAfterHead(_:_:dropped:route:_:on:)``.
+    /// response head, see ``failedAfterHead(_:_:route:_:on:)``.
     private func sendFailed(
         _ error: any Error,
         delegate: CollectingDelegate,
@@ -201,7 +196,7 @@ extension InterceptingHTTPClient {
         retried: Bool
     ) -> EventLoopFuture<CollectedResponse> {
         if let head = delegate.head {
-            return self.failedAfterHead(head, error, dropped: delegate.dropsBody, route: route, exchange, on: eventLoop)
+            return self.failedAfterHead(head, error, route: route, exchange, on: eventLoop)
         }
         if !retried, Self.idempotentMethods.contains(route.canonical.method), self.neverAnswered(error) {
             // As the pipeline does: a stream refused by a GOAWAY is sent once more, on a new stream.
@@ -230,18 +225,16 @@ extension InterceptingHTTPClient {
     /// A direct request that failed once its response head had arrived: as in the pipeline, which returns at the head
     /// (counted then, its address kept warm) and collects the body after, the failure is the body's, never retried.
     /// A redirect to follow ends the request at its head (`CollectingDelegate.FollowRedirect`): it is followed, its
-    /// body unread, unless time ran out.
+    /// body unread.
     private func failedAfterHead(
         _ head: HTTPResponseHead,
         _ error: any Error,
-        dropped: Bool,
         route: DirectRoute,
         _ exchange: Exchange,
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<CollectedResponse> {
         if let key = route.warmKey { warmAddresses.record(route.address, for: key) }
-        let deadlinePassed = (error as? HTTPClientError) == .deadlineExceeded
-        if dropped, !deadlinePassed {
+        if error is CollectingDelegate.FollowRedirect {
             return answered(head, body: nil, route: route, exchange, on: eventLoop)
         }
         let url = exchange.url
@@ -257,10 +250,6 @@ extension InterceptingHTTPClient {
             failure = InterceptorError(.timeout, "the response body of \(url) did not arrive in time", cause: error)
         default:
             failure = InterceptorError(.transportFailed, "the response body of \(url) could not be read: \(error)", cause: error)
-        }
-        if dropped {
-            // A redirect past the deadline: the request failed before its last head, counted as the pipeline would.
-            return failed(failure, exchange, on: eventLoop)
         }
         sent.increment()
         exchange.logger.debug("request failed", metadata: ["error": "\(failure)"])
@@ -285,7 +274,7 @@ extension InterceptingHTTPClient {
         do {
             next = try Redirect.follow(
                 status: status, location: head.headers.first(name: "location"), method: route.canonical.method, from: route.canonical,
-                headers: exchange.fields, allowingInsecure: configuration.allowsInsecureRedirects
+                headers: Self.fields(of: exchange.headers), allowingInsecure: configuration.allowsInsecureRedirects
             )
         } catch {
             return failed(error, exchange, on: eventLoop)
@@ -298,17 +287,10 @@ extension InterceptingHTTPClient {
         exchange.logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
         return inTask(on: eventLoop, deadline: exchange.deadline) { () async throws(InterceptorError) -> CollectedResponse in
             try await self.collect(exchange, watchedByCaller: true) { () async throws(InterceptorError) -> Response in
-                do throws(InterceptorError) {
-                    let response = try await self.send(
-                        method: next.method, url: next.url, fields: next.headers, body: next.keepsBody ? exchange.body.map(Body.bytes) : nil,
-                        redirects: 1, deadline: exchange.deadline, logger: exchange.logger
-                    )
-                    self.count(response)
-                    return response
-                } catch {
-                    self.count(error, logger: exchange.logger)
-                    throw error
-                }
+                try await self.sendCounted(
+                    method: next.method, url: next.url, fields: next.headers, body: next.keepsBody ? exchange.body.map(Body.bytes) : nil,
+                    redirects: 1, deadline: exchange.deadline, logger: exchange.logger
+                )
             }
         }
     }
@@ -403,7 +385,6 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
     private struct State {
         var head: HTTPResponseHead?
         var body: ByteBuffer?
-        var dropsBody = false
     }
 
     private let state = Mutex(State())
@@ -413,7 +394,7 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
 
     /// - Parameters:
     ///   - limit: the longest body kept; at most what one `ByteBuffer` holds (4 GiB).
-    ///   - dropsRedirectBodies: whether redirects are followed, so that a redirect's body is dropped.
+    ///   - dropsRedirectBodies: whether redirects are followed, so that a redirect ends the request at its head.
     init(method: String, limit: Int, dropsRedirectBodies: Bool) {
         isHead = method == "HEAD"
         self.limit = min(max(0, limit), Int(UInt32.max))
@@ -422,15 +403,10 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
 
     /// The response head, once it has arrived.
     var head: HTTPResponseHead? { state.withLock { $0.head } }
-    /// Whether the body is being dropped: the response is a redirect to follow.
-    var dropsBody: Bool { state.withLock { $0.dropsBody } }
 
     func didReceiveHead(task: HTTPClient.Task<Collected>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let redirect = dropsRedirectBodies && Redirect.statuses.contains(Int(head.status.code)) && head.headers.first(name: "location")?.isEmpty == false
-        state.withLock { state in
-            state.head = head
-            state.dropsBody = redirect
-        }
+        state.withLock { $0.head = head }
         if redirect { return task.eventLoop.makeFailedFuture(FollowRedirect()) }
         // A HEAD's, a 204's, a 304's or a 1xx's Content-Length announces no body of its own (RFC 9110 §8.6).
         let status = head.status.code
@@ -444,7 +420,6 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
 
     func didReceiveBodyPart(task: HTTPClient.Task<Collected>, _ part: ByteBuffer) -> EventLoopFuture<Void> {
         let fits = state.withLock { state -> Bool in
-            if state.dropsBody { return true }
             guard (state.body?.readableBytes ?? 0) + part.readableBytes <= limit else { return false }
             if state.body == nil {
                 state.body = part
@@ -462,7 +437,7 @@ final class CollectingDelegate: HTTPClientResponseDelegate {
     func didFinishRequest(task: HTTPClient.Task<Collected>) throws -> Collected {
         try state.withLock { state in
             guard let head = state.head else { throw HTTPClientError.remoteConnectionClosed }
-            return Collected(head: head, body: state.dropsBody ? nil : state.body)
+            return Collected(head: head, body: state.body)
         }
     }
 }

@@ -107,8 +107,8 @@ public final class InterceptingHTTPClient: Sendable {
     let logger: Logger
     /// `httpdns_interceptor_requests_total` by outcome: the two of almost every request at hand, the errors by code.
     let sent = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "ok")])
-    let passed = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")])
-    let errorOutcomes: [InterceptorError.Code: Counter]
+    private let passed = Counter(label: "httpdns_interceptor_requests_total", dimensions: [("outcome", "passed")])
+    private let errorOutcomes: [InterceptorError.Code: Counter]
     let failovers = Counter(label: "httpdns_connect_failovers_total")
     /// `httpdns_interceptor_connection_races_total` by result: `first` (the first address in order connected first),
     /// `other` (a later one did: the first was slow or unreachable), `failed` (none did).
@@ -118,7 +118,7 @@ public final class InterceptingHTTPClient: Sendable {
         Counter(label: "httpdns_interceptor_connection_races_total", dimensions: [("result", "failed")])
     )
     /// Happy Eyeballs, unless the configuration turns it off.
-    let race: ConnectionRace?
+    private let race: ConnectionRace?
     /// Per host, the address a request last succeeded on, while a connection to it is likely still pooled.
     let warmAddresses: WarmAddresses
     let retries = Counter(label: "httpdns_interceptor_retries_total")
@@ -284,13 +284,26 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     func execute(_ request: HTTPClientRequest, body: Body?, deadline: NIODeadline, logger: Logger?) async throws(InterceptorError) -> Response {
-        let logger = logger ?? self.logger
+        try await sendCounted(
+            method: request.method.rawValue, url: request.url, fields: Self.fields(of: request.headers), body: body, redirects: 0,
+            deadline: deadline, logger: logger ?? self.logger
+        )
+    }
+
+    /// ``send(method:url:fields:body:redirects:deadline:logger:)``, its outcome counted in
+    /// `httpdns_interceptor_requests_total` (a failure logged too): once per request, whichever hop it starts from.
+    func sendCounted(
+        method: String,
+        url: String,
+        fields: [CanonicalRequest.Header],
+        body: Body?,
+        redirects: Int,
+        deadline: NIODeadline,
+        logger: Logger
+    ) async throws(InterceptorError) -> Response {
         do {
-            let response = try await send(
-                method: request.method.rawValue, url: request.url, fields: Self.fields(of: request.headers), body: body, redirects: 0,
-                deadline: deadline, logger: logger
-            )
-            count(response)
+            let response = try await send(method: method, url: url, fields: fields, body: body, redirects: redirects, deadline: deadline, logger: logger)
+            (response.connectedAddress == nil ? passed : sent).increment()
             return response
         } catch {
             count(error, logger: logger)
@@ -298,15 +311,25 @@ public final class InterceptingHTTPClient: Sendable {
         }
     }
 
-    /// Counts a request answered, in `httpdns_interceptor_requests_total`.
-    func count(_ response: Response) {
-        (response.connectedAddress == nil ? passed : sent).increment()
-    }
-
     /// Counts a request failed, in `httpdns_interceptor_requests_total`, and logs it.
     func count(_ error: InterceptorError, logger: Logger) {
         errorOutcomes[error.code]?.increment()
         logger.debug("request failed", metadata: ["error": "\(error)"])
+    }
+
+    /// The port a canonical request goes to: its own, else its scheme's.
+    static func port(of canonical: CanonicalRequest) -> Int {
+        canonical.port ?? (canonical.scheme == "https" ? 443 : 80)
+    }
+
+    /// A canonical request's fields as AsyncHTTPClient's headers. No Host field of our own: AsyncHTTPClient writes the
+    /// URL's host, and its port when not the scheme's default, which is `canonical.hostHeader` exactly (over HTTP/2,
+    /// as :authority alone).
+    static func headers(of canonical: CanonicalRequest) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(canonical.headers.count)
+        for header in canonical.headers { headers.add(name: header.name, value: header.value) }
+        return headers
     }
 
     /// The caller's fields, minus Host: the Host header is always the URL's authority.
@@ -362,10 +385,7 @@ public final class InterceptingHTTPClient: Sendable {
             guard let canonical = normalized else { throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL") }
             var request = HTTPClientRequest(url: canonical.url)
             request.method = HTTPMethod(rawValue: canonical.method)
-            // No Host field of our own: AsyncHTTPClient writes the URL's host, and its port when not the scheme's
-            // default, which is `canonical.hostHeader` exactly (over HTTP/2, as :authority alone).
-            request.headers.reserveCapacity(canonical.headers.count)
-            for header in canonical.headers { request.headers.add(name: header.name, value: header.value) }
+            request.headers = Self.headers(of: canonical)
             request.body = body?.requestBody
 
             let replayable = body?.canBeSentAgain ?? true
@@ -400,13 +420,13 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     /// One hop's response, and what it was sent to.
-    struct Hop {
+    private struct Hop {
         var response: HTTPClientResponse
         var address: IPAddress?
         var fallback: Bool
     }
 
-    func finish(_ hop: Hop, canonical: CanonicalRequest, redirects: Int) -> Response {
+    private func finish(_ hop: Hop, canonical: CanonicalRequest, redirects: Int) -> Response {
         let policy = CacheStoragePolicy.decide(
             method: canonical.method,
             scheme: canonical.scheme,
@@ -465,7 +485,7 @@ public final class InterceptingHTTPClient: Sendable {
         guard canonical.userInfo == nil || URL(string: request.url)?.host?.lowercased() == origin else {
             throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(origin)")
         }
-        let port = canonical.port ?? (canonical.scheme == "https" ? 443 : 80)
+        let port = Self.port(of: canonical)
         var candidates = ConnectionRace.interleave(addresses)
         var failures: [String] = []
         // With one address there is nothing to choose: no race, and no warm address to keep.
