@@ -52,7 +52,8 @@ import Testing
         let failures = try await cache.preResolve(names, families: .ipv4)
         #expect(failures.isEmpty)
         let batches = source.batches.withLock { $0 }
-        #expect(batches.map(\.count) == [3, 3, 1], "n0 is fresh, n1 asked once: \(batches)")
+        // The batches run at once: the order they reach the source in is not theirs.
+        #expect(batches.map(\.count).sorted(by: >) == [3, 3, 1], "n0 is fresh, n1 asked once: \(batches)")
         #expect(Set(batches.joined()) == Set((1..<8).map { "n\($0).example" }))
         #expect(cache.stats.entries == 8)
         #expect(cache.stats.upstreamQueries[.init(source: "batch", outcome: "batch")] == 3)
