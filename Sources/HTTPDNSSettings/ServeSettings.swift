@@ -10,9 +10,20 @@ import HTTPDNSServer
 /// configurations are checked by the libraries themselves (`validate()`), and an error from them is reported
 /// under the key a user wrote.
 public struct ServeSettings: Sendable {
+    /// One source of the service's upstream: what ``ServeSettings/upstreams`` lists.
+    public enum UpstreamSource: Sendable {
+        /// The plain DNS upstreams, through c-ares as ``ServeSettings/upstream`` says (its `servers`; none: the
+        /// system's resolvers).
+        case plain
+        /// DNS over TLS to servers whose certificates must hold one name (or, without one, their addresses).
+        case dot(DoTSource.Configuration)
+        /// DNS over HTTPS to servers whose certificates must hold one name (or, without one, their addresses).
+        case doh(DoHSource.Configuration)
+    }
+
     public static let listen = Setting("listen", .hostAndPort, flag: "--listen")
-    /// Plain `IP[:PORT]` upstreams go to c-ares (``upstream``), `tls://` ones to DNS over TLS (``dot``); read by the
-    /// command itself, so that it may hold either.
+    /// Plain `IP[:PORT]` upstreams go to c-ares (``upstream``), `tls://` and `https://` ones to DNS over TLS and
+    /// over HTTPS (``upstreams``); read by the command itself, so that it may hold any of them.
     public static let upstream = Setting("upstream", .upstreams, flag: "--upstream")
     public static let upstreamTCP = Setting("upstreamTCP", .flag, flag: "--upstream-tcp")
     public static let upstreamCACert = Setting(
@@ -62,10 +73,12 @@ public struct ServeSettings: Sendable {
 
     /// The service's settings.
     public var server = HTTPDNSServerConfiguration()
-    /// How the service's c-ares source reaches the upstream: plain DNS, when no upstream is `tls://`.
+    /// How the service's c-ares source reaches the plain DNS upstreams (``UpstreamSource/plain``).
     public var upstream = CAresSource.Configuration()
-    /// DNS over TLS to the upstreams, when they are `tls://` (then ``upstream`` is not used); nil for plain DNS.
-    public var dot: DoTSource.Configuration?
+    /// The sources the service asks, in order (the first healthy one answers; see ``UpstreamSource``): one for the
+    /// plain DNS upstreams, and one for each kind of encrypted upstream and name its certificates must hold, each
+    /// where the first of its servers is listed. `[.plain]` when no upstream is set: c-ares to the system's resolvers.
+    public var upstreams: [UpstreamSource] = [.plain]
     /// The resolver cache's settings.
     public var cache = ResolverCache.Configuration()
     /// `trace` … `critical`.
@@ -106,11 +119,18 @@ public struct ServeSettings: Sendable {
     /// The settings that apply to plain DNS upstreams only (c-ares's).
     static let plainUpstreamSettings = [upstreamTCP, upstreamTimeoutMs, upstreamTries]
 
-    /// Splits the upstreams into plain DNS (c-ares) and DNS over TLS, which one service does not mix, and refuses the
-    /// settings of the kind not in use.
+    /// Groups the upstreams into the sources the service asks (``upstreams``), and refuses the settings of a kind
+    /// not in use.
     private mutating func readUpstreams(_ reader: SettingsReader) async throws(SettingError) {
+        enum GroupKey: Hashable {
+            case plain
+            case tls(name: String?)
+            case https(name: String?)
+        }
         var plain: [DNSServerAddress] = []
-        var tls: [(endpoint: DoTEndpoint, name: String?)] = []
+        var order: [GroupKey] = []
+        var tls: [String?: [DoTEndpoint]] = [:]
+        var https: [String?: [ServiceEndpoint]] = [:]
         for text in try await reader.strings(Self.upstream) ?? [] {
             // Checked and made canonical as it was read (SettingKind.upstreams): this cannot fail.
             let server: UpstreamServer
@@ -119,63 +139,82 @@ public struct ServeSettings: Sendable {
             } catch {
                 throw SettingError(.invalidValue, "\(Self.upstream.names) holds a server that cannot be used: \(error)", cause: error)
             }
+            let key: GroupKey
             switch server.kind {
-            case .plain(let address): plain.append(address)
-            case .tls(let endpoint, let name): tls.append((endpoint, name))
+            case .plain(let address):
+                plain.append(address)
+                key = .plain
+            case .tls(let endpoint, let name):
+                tls[name, default: []].append(endpoint)
+                key = .tls(name: name)
+            case .https(let endpoint, let name):
+                https[name, default: []].append(endpoint)
+                key = .https(name: name)
             }
+            if !order.contains(key) { order.append(key) }
         }
+        upstream.servers = plain
         let cacert = try await reader.string(Self.upstreamCACert)
         let pins = try await reader.strings(Self.upstreamPins) ?? []
-        guard let first = tls.first else {
-            upstream.servers = plain
-            let tlsOnly = (cacert == nil ? [] : [Self.upstreamCACert.names]) + (pins.isEmpty ? [] : [Self.upstreamPins.names])
-            if !tlsOnly.isEmpty {
+        guard order.contains(where: { $0 != .plain }) else {
+            upstreams = [.plain]
+            let encryptedOnly = (cacert == nil ? [] : [Self.upstreamCACert.names]) + (pins.isEmpty ? [] : [Self.upstreamPins.names])
+            if !encryptedOnly.isEmpty {
                 let upstreams =
                     plain.isEmpty ? "no upstream is set, so the system's resolvers are asked over plain DNS" : "the upstreams are plain DNS"
                 throw SettingError(
                     .inconsistent,
-                    "\(tlsOnly.joined(separator: " and ")) \(tlsOnly.count == 1 ? "applies" : "apply") to DNS-over-TLS upstreams "
-                        + "(--upstream tls://IP[:PORT][#NAME]), but \(upstreams)"
+                    "\(encryptedOnly.joined(separator: " and ")) \(encryptedOnly.count == 1 ? "applies" : "apply") to encrypted upstreams "
+                        + "(--upstream tls://IP[:PORT][#NAME] or https://IP[:PORT][/PATH][#NAME]), but \(upstreams)"
                 )
             }
             return
         }
-        if let address = plain.first {
-            throw SettingError(
-                .inconsistent,
-                "\(Self.upstream.names) mixes plain DNS (\(address)) and DNS over TLS (\(first.endpoint)): the service does not mix "
-                    + "them yet; make every upstream tls://, or every one plain"
-            )
-        }
-        if let other = tls.first(where: { $0.name != first.name }) {
-            func named(_ server: (endpoint: DoTEndpoint, name: String?)) -> String {
-                "\(server.endpoint)\(server.name.map { "#\($0)" } ?? " (no #NAME: the certificate must hold its address)")"
+        if plain.isEmpty {
+            var plainOnly: [String] = []
+            for setting in Self.plainUpstreamSettings {
+                if try await reader.isSet(setting) { plainOnly.append(setting.names) }
             }
-            throw SettingError(
-                .inconsistent,
-                "\(Self.upstream.names): every tls:// upstream must have the same #NAME, the one name the service checks their "
-                    + "certificates for, but \(named(first)) and \(named(other)) differ"
-            )
+            if let last = plainOnly.last {
+                let settings = plainOnly.count == 1 ? "\(last) applies" : "\(plainOnly.dropLast().joined(separator: ", ")) and \(last) apply"
+                throw SettingError(.inconsistent, "\(settings) to plain DNS upstreams (c-ares), and every upstream is encrypted")
+            }
         }
-        var plainOnly: [String] = []
-        for setting in Self.plainUpstreamSettings {
-            if try await reader.isSet(setting) { plainOnly.append(setting.names) }
-        }
-        if let last = plainOnly.last {
-            let settings = plainOnly.count == 1 ? "\(last) applies" : "\(plainOnly.dropLast().joined(separator: ", ")) and \(last) apply"
-            throw SettingError(.inconsistent, "\(settings) to plain DNS upstreams (c-ares), not to tls:// ones")
-        }
-        var dot = DoTSource.Configuration(servers: tls.map(\.endpoint))
-        dot.serverName = first.name
-        dot.extraTrustRootsPEMFile = cacert
+        var checkedPins: [SPKIPin] = []
         for text in pins {
             do {
-                dot.pins.append(try SPKIPin(parsing: text))
+                checkedPins.append(try SPKIPin(parsing: text))
             } catch {
                 throw SettingError(.invalidValue, "\(Self.upstreamPins.names) holds a pin that cannot be used: \(error)", cause: error)
             }
         }
-        self.dot = dot
+        // A kind with more than one certificate name has a source per name, each named for it in metrics and logs.
+        let tlsNames = tls.count > 1
+        let httpsNames = https.count > 1
+        func sourceName(_ kind: String, _ name: String?, distinct: Bool) -> String {
+            distinct ? "\(kind)#\(name ?? "address")" : kind
+        }
+        upstreams = order.map { key in
+            switch key {
+            case .plain:
+                return .plain
+            case .tls(let name):
+                var dot = DoTSource.Configuration(servers: tls[name]!)
+                dot.serverName = name
+                dot.extraTrustRootsPEMFile = cacert
+                dot.pins = checkedPins
+                dot.name = sourceName("dot", name, distinct: tlsNames)
+                return .dot(dot)
+            case .https(let name):
+                var connection = ServiceConnection(servers: https[name]!)
+                connection.serverName = name
+                connection.extraTrustRootsPEMFile = cacert
+                connection.pins = checkedPins
+                var doh = DoHSource.Configuration(connection: connection)
+                doh.name = sourceName("doh", name, distinct: httpsNames)
+                return .doh(doh)
+            }
+        }
     }
 
     /// The library keys these settings fill, by the key a user writes.
@@ -219,14 +258,24 @@ public struct ServeSettings: Sendable {
         } catch {
             throw SettingError(.unreadableFile, "\(error)", cause: error)
         }
-        if let dot {
-            do {
-                try dot.validate()
-            } catch {
-                throw SettingError(error.code == .inconsistent ? .inconsistent : .invalidValue, "\(Self.upstream.names): \(error)", cause: error)
+        for source in upstreams {
+            let trustFile: String?
+            switch source {
+            case .plain:
+                continue
+            case .dot(let dot):
+                do {
+                    try dot.validate()
+                } catch {
+                    throw SettingError(error.code == .inconsistent ? .inconsistent : .invalidValue, "\(Self.upstream.names): \(error)", cause: error)
+                }
+                trustFile = dot.extraTrustRootsPEMFile
+            case .doh(let doh):
+                // The rest is checked when the source is made, at start-up.
+                trustFile = doh.connection.extraTrustRootsPEMFile
             }
             // Whether it holds certificates is found when the source is made, at start-up.
-            if let path = dot.extraTrustRootsPEMFile, !FileManager.default.isReadableFile(atPath: path) {
+            if let path = trustFile, !FileManager.default.isReadableFile(atPath: path) {
                 throw SettingError(.unreadableFile, "cannot read \(path), the file of \(Self.upstreamCACert.names)")
             }
         }

@@ -13,8 +13,9 @@ public enum SettingKind: Sendable, Hashable {
     /// DNS servers, `IP[:PORT]` or `[IPv6]:PORT` each: a JSON array or string in a file, comma-separated text in
     /// the environment, a repeated flag.
     case dnsServers
-    /// The upstreams of `httpdns serve`, listed as ``dnsServers`` are: plain DNS, `IP[:PORT]`, or DNS over TLS,
-    /// `tls://IP[:PORT][#NAME]`, `#NAME` the name the server's certificate must hold (without it, the address).
+    /// The upstreams of `httpdns serve`, listed as ``dnsServers`` are: plain DNS, `IP[:PORT]`, DNS over TLS,
+    /// `tls://IP[:PORT][#NAME]`, or DNS over HTTPS, `https://IP[:PORT][/PATH][#NAME]`; `#NAME` the name the server's
+    /// certificate must hold (without it, the address).
     case upstreams
     /// HTTPDNS service URLs, `https://IP[:PORT][/PATH]` each (``ServiceEndpoint``), or DNS-over-TLS servers,
     /// `tls://IP[:PORT]` each (``DoTEndpoint``), listed as ``dnsServers`` are; one list holds one kind, never both.
@@ -139,7 +140,7 @@ public enum SettingKind: Sendable, Hashable {
         case .text: "a non-empty string"
         case .hostAndPort: "HOST:PORT"
         case .dnsServers: "a list of DNS servers, IP[:PORT] each"
-        case .upstreams: "a list of upstreams, IP[:PORT] (plain DNS) or tls://IP[:PORT][#NAME] (DNS over TLS) each"
+        case .upstreams: "a list of upstreams, IP[:PORT] (plain DNS), tls://IP[:PORT][#NAME] (DNS over TLS) or https://IP[:PORT][/PATH][#NAME] (DNS over HTTPS) each"
         case .serviceURLs: "a list of service URLs, https://IP[:PORT][/PATH] each, or of DNS-over-TLS servers, tls://IP[:PORT] each"
         case .pins: "a list of SPKI SHA-256 pins, sha256//BASE64 each"
         case .hostNames: "a list of host names"

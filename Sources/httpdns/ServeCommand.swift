@@ -31,8 +31,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("upstream"),
         help: """
-            An upstream DNS server: IP[:PORT] (plain DNS), or tls://IP[:PORT][#NAME] (DNS over TLS, port 853; the \
-            certificate must hold NAME, else the IP); repeatable, all of one kind (default: /etc/resolv.conf).
+            An upstream DNS server: IP[:PORT] (plain DNS), tls://IP[:PORT][#NAME] (DNS over TLS, port 853) or \
+            https://IP[:PORT][/PATH][#NAME] (DNS over HTTPS, /dns-query); the certificate must hold NAME, else the IP. \
+            Repeatable; asked in order, failing over (default: /etc/resolv.conf).
             """
     )
     var upstreams: [String] = []
@@ -40,10 +41,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("upstream-tcp"), help: "Ask plain DNS upstream servers over TCP.")
     var upstreamTCP = false
 
-    @Option(name: .customLong("upstream-cacert"), help: "A PEM file of CA certificates to trust for tls:// upstreams, besides the system's.")
+    @Option(name: .customLong("upstream-cacert"), help: "A PEM file of CA certificates to trust for tls:// and https:// upstreams, besides the system's.")
     var upstreamCACert: String?
 
-    @Option(name: .customLong("upstream-pin"), help: "An SPKI pin, sha256//BASE64, that the tls:// upstreams' key must match; repeatable.")
+    @Option(name: .customLong("upstream-pin"), help: "An SPKI pin, sha256//BASE64, that the tls:// and https:// upstreams' keys must match; repeatable.")
     var upstreamPins: [String] = []
 
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain; with --tls-key, serve TLS with ALPN h2 and http/1.1.")
@@ -99,7 +100,7 @@ struct ServeCommand: AsyncParsableCommand {
             source = try ServeUpstream(settings: settings, logger: logger)
             // The settings passed these libraries' checks already; these cannot fail, but if they did, they would
             // say why and exit 2, like any other setting.
-            let cache = try ResolverCache(source: source, configuration: settings.cache, logger: logger)
+            let cache = try ResolverCache(source: source.resolver, configuration: settings.cache, logger: logger)
             service = try HTTPDNSService(configuration: serverConfiguration, resolver: cache, metrics: metrics)
         } catch {
             Output.diagnostic("httpdns serve: \(error)")
@@ -115,10 +116,11 @@ struct ServeCommand: AsyncParsableCommand {
                 "accounts": "\(serverConfiguration.accounts.count)",
             ]
         )
-        if !source.isEncrypted {
+        for plain in source.unencrypted {
+            let asked = source.members.count == 1 ? "" : " (asked when the upstreams listed before it give no answer)"
             let warning =
-                "the upstream path is unencrypted: plain DNS (\(source.transport)) to \(source.logDescription) can be read and changed "
-                + "by anyone on the way; use tls:// upstreams (DNS over TLS) to close it"
+                "the upstream path is unencrypted: plain DNS (\(plain.transport)) to \(plain.logDescription)\(asked) can be read and "
+                + "changed by anyone on the way; use tls:// (DNS over TLS) or https:// (DNS over HTTPS) upstreams to close it"
             logger.warning("\(warning)")
         }
         let startedLogger = logger

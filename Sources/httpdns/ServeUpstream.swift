@@ -6,43 +6,105 @@ import Logging
 import Metrics
 import ServiceLifecycle
 
-/// The service's upstream, as the settings say: c-ares (plain DNS, over UDP or TCP) or DNS over TLS (`DoTSource`, its
-/// servers in failover). It is the cache's source and so, as a `MessageRelaying`, the relay of every type besides A
-/// and AAAA; every query it sends is counted by transport in `httpdns_upstream_queries_total`. As a `Service` it
-/// shuts the source down at the group's graceful shutdown.
-final class ServeUpstream: ResolutionSource, MessageRelaying, Service {
+/// The service's upstream, as the settings say: its sources in order (``ServeSettings/upstreams``), each counted,
+/// asked through a `FailoverSource` when there are several. The sources are c-ares (plain DNS, over UDP or TCP),
+/// DNS over TLS (`DoTSource`) and DNS over HTTPS (`DoHSource`), each with its servers in failover.
+///
+/// ``resolver`` is the cache's source and so, as a `MessageRelaying`, the relay of every type besides A and AAAA.
+/// As a `Service` it shuts the sources down at the group's graceful shutdown.
+final class ServeUpstream: Service {
+    static let metricName = CountedSource.metricName
+    static let help = CountedSource.help
+
+    /// Each source, counted, in the order the settings give.
+    let members: [CountedSource]
+    /// What the cache asks: the only member, or a `FailoverSource` over them all.
+    let resolver: any ResolutionSource & MessageRelaying
+    /// The upstreams as the start-up log names them: `dot via tls://192.0.2.53#dns.example.net`.
+    var logDescription: String { members.map(\.logDescription).joined(separator: ", then ") }
+    /// The members' transports: `tls`, `https`, `udp`, `tcp`, or several joined by `+` in order.
+    var transport: String { members.map(\.transport).joined(separator: "+") }
+    var name: String { resolver.name }
+
+    /// The members whose path to their upstreams is unencrypted (plain DNS).
+    var unencrypted: [CountedSource] { members.filter { !$0.isEncrypted } }
+
+    /// Makes the sources the settings ask for.
+    /// - Throws: `ConfigurationError` or `ResolutionError` when a source cannot be made; ``SettingError`` when the
+    ///   upstreams' trust file holds no usable certificate.
+    init(settings: ServeSettings, logger: Logger) throws {
+        var members: [CountedSource] = []
+        do {
+            for upstream in settings.upstreams {
+                switch upstream {
+                case .plain:
+                    let cares = try CAresSource(configuration: settings.upstream, logger: logger)
+                    members.append(CountedSource(cares, transport: "\(settings.upstream.transport)", logDescription: cares.upstreamDescription))
+                case .dot(let configuration):
+                    let dot = try Self.named { () throws(ConfigurationError) in try DoTSource(configuration: configuration, logger: logger) }
+                    let servers = configuration.servers.map { "\($0)\(configuration.serverName.map { "#\($0)" } ?? "")" }
+                    members.append(CountedSource(dot, transport: "tls", logDescription: "\(dot.name) via \(servers.joined(separator: ", "))"))
+                case .doh(let configuration):
+                    let doh = try Self.named { () throws(ConfigurationError) in try DoHSource(configuration: configuration, logger: logger) }
+                    let name = configuration.connection.serverName
+                    let servers = doh.configuration.connection.servers.map { "\($0)\(name.map { "#\($0)" } ?? "")" }
+                    members.append(CountedSource(doh, transport: "https", logDescription: "\(doh.name) via \(servers.joined(separator: ", "))"))
+                }
+            }
+        } catch {
+            // What was made before the failure is let go.
+            let made = members
+            Task { for member in made { await member.shutdown() } }
+            throw error
+        }
+        self.members = members
+        resolver = members.count == 1 ? members[0] : FailoverSource(sources: members, logger: logger)
+    }
+
+    /// An encrypted source, its trust file's failure named by the setting a user wrote.
+    private static func named<Source>(_ make: () throws(ConfigurationError) -> Source) throws -> Source {
+        do {
+            return try make()
+        } catch {
+            guard error.key == "cacert" else { throw error }
+            throw SettingError(.unreadableFile, "\(ServeSettings.upstreamCACert.names): \(error.reason)", cause: error)
+        }
+    }
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await resolver.shutdown()
+    }
+
+    func shutdown() async { await resolver.shutdown() }
+}
+
+/// One source of the service's upstream, every query it sends counted by source, transport, kind and outcome in
+/// `httpdns_upstream_queries_total`.
+final class CountedSource: ResolutionSource, MessageRelaying {
     static let metricName = "httpdns_upstream_queries_total"
     /// The help of the family this records, for the exposition.
     static let help = [
-        metricName: "Queries sent upstream by source, transport (udp, tcp, tls), kind (address: A and AAAA; relay: every other type) and outcome."
+        metricName:
+            "Queries sent upstream by source, transport (udp, tcp, tls, https), kind (address: A and AAAA; relay: every other type) and outcome."
     ]
 
     let source: any ResolutionSource & MessageRelaying
-    /// `udp` (with c-ares's retry over TCP of a truncated answer), `tcp` or `tls`.
+    /// `udp` (with c-ares's retry over TCP of a truncated answer), `tcp`, `tls` or `https`.
     let transport: String
-    /// The upstreams as the start-up log names them: `dot via tls://192.0.2.53#dns.example.net`.
-    let logDescription: String
     /// One counter per kind and outcome, made up front: c-ares completes queries on its own thread.
     private let counters: [String: Counter]
 
-    /// Whether the path to the upstreams is encrypted (DNS over TLS).
-    var isEncrypted: Bool { transport == "tls" }
+    /// Whether the path to the upstreams is encrypted (DNS over TLS or over HTTPS).
+    var isEncrypted: Bool { transport == "tls" || transport == "https" }
 
-    /// Makes the source the settings ask for.
-    /// - Throws: `ConfigurationError` or `ResolutionError` when the source cannot be made; ``SettingError`` when the
-    ///   upstreams' trust file holds no usable certificate.
-    init(settings: ServeSettings, logger: Logger) throws {
-        if let dot = settings.dot {
-            source = try Self.dotSource(dot, logger: logger)
-            transport = "tls"
-            let servers = dot.servers.map { "\($0)\(dot.serverName.map { "#\($0)" } ?? "")" }
-            logDescription = "\(dot.name) via \(servers.joined(separator: ", "))"
-        } else {
-            let cares = try CAresSource(configuration: settings.upstream, logger: logger)
-            source = cares
-            transport = "\(settings.upstream.transport)"
-            logDescription = cares.upstreamDescription
-        }
+    /// The source and its servers as the start-up log names them: `dot via tls://192.0.2.53#dns.example.net`.
+    let logDescription: String
+
+    init(_ source: any ResolutionSource & MessageRelaying, transport: String, logDescription: String) {
+        self.source = source
+        self.transport = transport
+        self.logDescription = logDescription
         let outcomes = ["success"] + ResolutionError.Code.all.filter { $0 != .noFamilies }.map(\.description)
         var counters: [String: Counter] = [:]
         for kind in ["address", "relay"] {
@@ -54,16 +116,6 @@ final class ServeUpstream: ResolutionSource, MessageRelaying, Service {
             }
         }
         self.counters = counters
-    }
-
-    /// The DNS-over-TLS source, its trust file's failure named by the setting a user wrote.
-    private static func dotSource(_ configuration: DoTSource.Configuration, logger: Logger) throws -> DoTSource {
-        do {
-            return try DoTSource(configuration: configuration, logger: logger)
-        } catch {
-            guard error.key == "cacert" else { throw error }
-            throw SettingError(.unreadableFile, "\(ServeSettings.upstreamCACert.names): \(error.reason)", cause: error)
-        }
     }
 
     var name: String { source.name }

@@ -7,10 +7,28 @@ import Testing
     import Glibc
 #endif
 
-/// `httpdns serve --upstream tls://IP:PORT#NAME`: the service over DNS over TLS to a real unbound (its plain port never
-/// used), asked by clients none of us wrote (curl, kdig over DoH, dnspython), on loopback only.
-@Suite("The service over a DNS-over-TLS upstream", .timeLimit(.minutes(2)))
+/// `httpdns serve --upstream tls://IP:PORT#NAME` and `--upstream https://IP:PORT/dns-query#NAME`: the service over DNS
+/// over TLS and over HTTPS to a real unbound (its plain port never used), asked by clients none of us wrote (curl, kdig
+/// over DoH, dnspython), on loopback only.
+@Suite("The service over encrypted upstreams", .timeLimit(.minutes(2)))
 struct DoTUpstreamTests {
+    /// The encrypted kinds of upstream the tests run over.
+    enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case tls, https
+
+        var testDescription: String { rawValue }
+        /// The source's name in metrics and logs.
+        var source: String { self == .tls ? "dot" : "doh" }
+
+        /// unbound's endpoint of this kind.
+        func endpoint(_ unbound: UnboundServer) -> String {
+            switch self {
+            case .tls: "tls://\(unbound.address.ip):\(unbound.tlsPort!)"
+            case .https: "https://\(unbound.address.ip):\(unbound.httpsPort!)/dns-query"
+            }
+        }
+    }
+
     static let zone = [
         #"local-zone: "dot.test." static"#,
         #"local-data: "dot.test. 300 IN SOA ns.dot.test. hostmaster.dot.test. 1 3600 600 86400 60""#,
@@ -30,16 +48,17 @@ struct DoTUpstreamTests {
         try #require(ChildProcess.find(name), "\(name) is missing: run scripts/install-deps.sh")
     }
 
-    /// unbound serving `zone` over DoT with a certificate for `subjectAltName`; `body` gets it, its certificate and
-    /// its DoT endpoint as `tls://IP:PORT`.
+    /// unbound serving `zone` over DoT and DoH with a certificate for `subjectAltName`; `body` gets it, its
+    /// certificate and its endpoint of `kind`: `tls://IP:PORT` or `https://IP:PORT/dns-query`.
     static func withDoTUnbound(
+        _ kind: Kind = .tls,
         zone: [String] = Self.zone,
         subjectAltName: String = "DNS:dot.test",
         _ body: (UnboundServer, _ certificate: String, _ endpoint: String) async throws -> Void
     ) async throws {
         try await TestCertificate.with(subjectAltName: subjectAltName) { certificate, key in
             try await withUnbound(lines: zone, tls: .init(certificate: certificate, key: key)) { unbound in
-                try await body(unbound, certificate, "tls://\(unbound.address.ip):\(unbound.tlsPort!)")
+                try await body(unbound, certificate, kind.endpoint(unbound))
             }
         }
     }
@@ -135,18 +154,18 @@ struct DoTUpstreamTests {
         return sum
     }
 
-    /// Every type through the DoT upstream: A and AAAA from the cache (native API and DoH), the rest relayed as
-    /// they are, NXDOMAIN with the zone's SOA; readiness and the metrics say DoT.
-    @Test func answersEveryTypeThroughDNSOverTLS() async throws {
-        try await Self.withDoTUnbound { _, upstreamCertificate, endpoint in
+    /// Every type through the encrypted upstream: A and AAAA from the cache (native API and DoH), the rest relayed as
+    /// they are, NXDOMAIN with the zone's SOA; readiness and the metrics say which transport.
+    @Test(arguments: Kind.allCases) func answersEveryTypeThroughAnEncryptedUpstream(_ kind: Kind) async throws {
+        try await Self.withDoTUnbound(kind) { _, upstreamCertificate, endpoint in
             try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { certificate, key in
                 let service = try await LoggedService.start([
                     "--upstream", "\(endpoint)#dot.test", "--upstream-cacert", upstreamCertificate, "--tls-cert", certificate, "--tls-key", key,
                 ])
                 defer { service.stop() }
                 service.drain()
-                #expect(service.startLog.contains("upstream=dot via \(endpoint)#dot.test"), "\(service.startLog)")
-                #expect(service.startLog.contains("upstream.transport=tls"), "\(service.startLog)")
+                #expect(service.startLog.contains("upstream=\(kind.source) via \(endpoint)#dot.test"), "\(service.startLog)")
+                #expect(service.startLog.contains("upstream.transport=\(kind)"), "\(service.startLog)")
                 #expect(!service.startLog.contains("the upstream path is unencrypted"), "\(service.startLog)")
                 let base = "https://127.0.0.1:\(service.port)"
 
@@ -175,16 +194,16 @@ struct DoTUpstreamTests {
                     #expect(run.stdout.contains("IN\tSOA\tns.dot.test. hostmaster.dot.test. 1 3600 600 86400 60"), "\(query): \(run.stdout)")
                 }
 
-                // /readyz asks the DoT upstream (readyz.invalid: NXDOMAIN from unbound's default zones).
+                // /readyz asks the upstream (readyz.invalid: NXDOMAIN from unbound's default zones).
                 let ready = try await Self.curl("\(base)/readyz", certificate: certificate)
                 #expect(ready == #"{"status":"ready"}"#)
 
                 let metrics = try await Self.curl("\(base)/metrics", certificate: certificate)
-                let dot = ["source": "dot", "transport": "tls"]
+                let dot = ["source": kind.source, "transport": "\(kind)"]
                 #expect(Self.metric(metrics, "httpdns_upstream_queries_total", dot.merging(["kind": "address", "outcome": "success"]) { $1 }) >= 1)
                 #expect(Self.metric(metrics, "httpdns_upstream_queries_total", dot.merging(["kind": "relay", "outcome": "success"]) { $1 }) >= 4)
                 #expect(Self.metric(metrics, "httpdns_upstream_queries_total", dot.merging(["kind": "relay", "outcome": "nameNotFound"]) { $1 }) >= 1)
-                #expect(Self.metric(metrics, "httpdns_resolutions_total", ["source": "dot", "outcome": "success"]) >= 1)
+                #expect(Self.metric(metrics, "httpdns_resolutions_total", ["source": kind.source, "outcome": "success"]) >= 1)
                 #expect(!metrics.contains(#"transport="udp""#) && !metrics.contains(#"transport="tcp""#), "no plain DNS series")
                 #expect(metrics.contains("# HELP httpdns_upstream_queries_total "), "\(metrics)")
             }
@@ -248,16 +267,16 @@ struct DoTUpstreamTests {
         throw lastError ?? PeerStartError(description: "no free port for the liar", retryable: false)
     }
 
-    /// Two DoT upstreams, the first with a certificate for another name: it is refused (the log says so, at debug),
-    /// the second answers, and what the first would say is never served.
-    @Test func aServerWithTheWrongCertificateIsRefusedAndTheNextAnswers() async throws {
+    /// Two upstreams of a kind, the first with a certificate for another name: it is refused (the log says so, at
+    /// debug), the second answers, and what the first would say is never served.
+    @Test(arguments: Kind.allCases) func aServerWithTheWrongCertificateIsRefusedAndTheNextAnswers(_ kind: Kind) async throws {
         let impostorZone = [
             #"local-zone: "dot.test." static"#,
             #"local-data: "a.dot.test. 300 IN A 198.51.100.66""#,
             #"local-data: "mail.dot.test. 300 IN MX 10 mx.impostor.test.""#,
         ]
-        try await Self.withDoTUnbound(zone: impostorZone, subjectAltName: "DNS:wrong.test") { _, impostorCertificate, impostor in
-            try await Self.withDoTUnbound { _, certificate, endpoint in
+        try await Self.withDoTUnbound(kind, zone: impostorZone, subjectAltName: "DNS:wrong.test") { _, impostorCertificate, impostor in
+            try await Self.withDoTUnbound(kind) { _, certificate, endpoint in
                 // One trust file for both: the impostor's chain verifies, so its refusal is the name's.
                 let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-dot-bundle-\(UUID().uuidString).pem")
                 try (try String(contentsOfFile: impostorCertificate, encoding: .utf8) + (try String(contentsOfFile: certificate, encoding: .utf8)))
@@ -271,25 +290,25 @@ struct DoTUpstreamTests {
                 let base = "http://127.0.0.1:\(service.port)"
                 let native = try await Self.curl("\(base)/d?host=a.dot.test")
                 #expect(native.contains(#""ips":["192.0.2.1"]"#), "\(native)")
-                let (found, log) = await service.log(until: "dot server failed")
+                let (found, log) = await service.log(until: kind == .tls ? "dot server failed" : "service address failed")
                 service.drain()
                 #expect(found, "\(log)")
-                #expect(log.contains("httpdns.server=\(impostor)"), "\(log)")
+                #expect(log.contains(kind == .tls ? "httpdns.server=\(impostor)" : "httpdns.service=\(impostor)"), "\(log)")
                 #expect(log.contains("was not accepted"), "\(log)")
 
                 let mx = try await Self.curl("\(base)/dns-query?name=mail.dot.test&type=MX")
                 #expect(mx.contains("mx1.dot.test.") && !mx.contains("impostor"), "\(mx)")
                 #expect(try await Self.curl("\(base)/readyz") == #"{"status":"ready"}"#)
                 let metrics = try await Self.curl("\(base)/metrics")
-                #expect(Self.metric(metrics, "httpdns_upstream_queries_total", ["transport": "tls", "outcome": "success"]) >= 2, "\(metrics)")
+                #expect(Self.metric(metrics, "httpdns_upstream_queries_total", ["transport": "\(kind)", "outcome": "success"]) >= 2, "\(metrics)")
             }
         }
     }
 
-    /// With its only DoT upstream's certificate for another name, the service is not ready, and a lookup is a 503,
+    /// With its only upstream's certificate for another name, the service is not ready, and a lookup is a 503,
     /// counted as `certificateRejected`; nothing falls back to plain DNS.
-    @Test func aRefusedCertificateMakesTheServiceUnready() async throws {
-        try await Self.withDoTUnbound(subjectAltName: "DNS:wrong.test") { _, certificate, endpoint in
+    @Test(arguments: Kind.allCases) func aRefusedCertificateMakesTheServiceUnready(_ kind: Kind) async throws {
+        try await Self.withDoTUnbound(kind, subjectAltName: "DNS:wrong.test") { _, certificate, endpoint in
             let service = try await LoggedService.start(["--upstream", "\(endpoint)#dot.test", "--upstream-cacert", certificate])
             defer { service.stop() }
             service.drain()
@@ -297,7 +316,7 @@ struct DoTUpstreamTests {
             #expect(try await Self.status("\(base)/readyz") == "503")
             #expect(try await Self.status("\(base)/d?host=a.dot.test") == "503")
             let metrics = try await Self.curl("\(base)/metrics")
-            let rejected = ["source": "dot", "transport": "tls", "kind": "address", "outcome": "certificateRejected"]
+            let rejected = ["source": kind.source, "transport": "\(kind)", "kind": "address", "outcome": "certificateRejected"]
             #expect(Self.metric(metrics, "httpdns_upstream_queries_total", rejected) >= 2, "\(metrics)")
         }
     }

@@ -95,7 +95,7 @@ import Testing
         let settings = try await settings()
         #expect(settings.server.port == HTTPDNSServerConfiguration().port && settings.server.host == "127.0.0.1")
         #expect(settings.upstream == CAresSource.Configuration())
-        #expect(settings.dot == nil, "plain DNS unless an upstream is tls://")
+        #expect(Self.kinds(settings) == ["plain"], "plain DNS unless an upstream is encrypted")
         #expect(settings.cache.maxEntries == ResolverCache.Configuration().maxEntries)
         #expect(settings.logLevel == "info")
     }
@@ -221,6 +221,31 @@ import Testing
     static let pin = "sha256//" + String(repeating: "A", count: 43) + "="
     static let otherPin = "sha256//" + String(repeating: "B", count: 42) + "A="
 
+    /// The kinds of `settings.upstreams`, in order: `plain`, `dot`, `doh`.
+    static func kinds(_ settings: ServeSettings) -> [String] {
+        settings.upstreams.map {
+            switch $0 {
+            case .plain: "plain"
+            case .dot: "dot"
+            case .doh: "doh"
+            }
+        }
+    }
+
+    /// The DNS-over-TLS sources of `settings`, in order.
+    static func dot(_ settings: ServeSettings) -> [DoTSource.Configuration] {
+        settings.upstreams.compactMap {
+            if case .dot(let configuration) = $0 { configuration } else { nil }
+        }
+    }
+
+    /// The DNS-over-HTTPS sources of `settings`, in order.
+    static func doh(_ settings: ServeSettings) -> [DoHSource.Configuration] {
+        settings.upstreams.compactMap {
+            if case .doh(let configuration) = $0 { configuration } else { nil }
+        }
+    }
+
     /// `tls://IP[:PORT]#NAME` upstreams make one DNS-over-TLS source, with the trust file and pins, from each place;
     /// c-ares is not used.
     @Test func tlsUpstreamsMakeOneDoTSource() async throws {
@@ -230,7 +255,8 @@ import Testing
                 "upstreamCACert": [cacert],
                 "upstreamPins": [Self.pin, Self.otherPin],
             ])
-            let dot = try #require(fromFlags.dot)
+            #expect(Self.kinds(fromFlags) == ["dot"])
+            let dot = try #require(Self.dot(fromFlags).first)
             #expect(dot.servers.map(\.description) == ["tls://127.0.0.1", "tls://[::1]:8853"])
             #expect(dot.serverName == "dns.example", "normalised: lower case, no trailing dot")
             #expect(dot.extraTrustRootsPEMFile == cacert)
@@ -238,73 +264,106 @@ import Testing
             #expect(dot.name == "dot")
             #expect(fromFlags.upstream.servers.isEmpty)
 
-            let fromEnvironment = try await settings(environment: [
-                "HTTPDNS_UPSTREAM": "tls://127.0.0.2:853#dns.example, tls://127.0.0.3#dns.example",
-                "HTTPDNS_UPSTREAM_CACERT": cacert,
-                "HTTPDNS_UPSTREAM_PINS": "\(Self.pin),\(Self.otherPin)",
-            ])
-            #expect(fromEnvironment.dot?.servers.map(\.description) == ["tls://127.0.0.2", "tls://127.0.0.3"])
-            #expect(fromEnvironment.dot?.extraTrustRootsPEMFile == cacert && fromEnvironment.dot?.pins.count == 2)
+            let fromEnvironment = Self.dot(
+                try await settings(environment: [
+                    "HTTPDNS_UPSTREAM": "tls://127.0.0.2:853#dns.example, tls://127.0.0.3#dns.example",
+                    "HTTPDNS_UPSTREAM_CACERT": cacert,
+                    "HTTPDNS_UPSTREAM_PINS": "\(Self.pin),\(Self.otherPin)",
+                ])
+            )
+            #expect(fromEnvironment.count == 1 && fromEnvironment.first?.servers.map(\.description) == ["tls://127.0.0.2", "tls://127.0.0.3"])
+            #expect(fromEnvironment.first?.extraTrustRootsPEMFile == cacert && fromEnvironment.first?.pins.count == 2)
 
             try await withFile(#"{"upstream": ["tls://127.0.0.4:8853#dns.example"], "upstreamCACert": "\#(cacert)", "upstreamPins": "\#(Self.pin)"}"#) {
-                let fromFile = try await self.settings(file: $0)
-                #expect(fromFile.dot?.servers.map(\.description) == ["tls://127.0.0.4:8853"])
-                #expect(fromFile.dot?.pins.map(\.description) == [Self.pin])
+                let fromFile = Self.dot(try await self.settings(file: $0))
+                #expect(fromFile.first?.servers.map(\.description) == ["tls://127.0.0.4:8853"])
+                #expect(fromFile.first?.pins.map(\.description) == [Self.pin])
             }
         }
         // Without #NAME, the certificate must hold the address; the system's roots when no file is named.
-        let byAddress = try #require(try await settings(environment: ["HTTPDNS_UPSTREAM": "tls://192.0.2.53"]).dot)
+        let byAddress = try #require(Self.dot(try await settings(environment: ["HTTPDNS_UPSTREAM": "tls://192.0.2.53"])).first)
         #expect(byAddress.serverName == nil && byAddress.extraTrustRootsPEMFile == nil && byAddress.pins.isEmpty)
         // A flag still replaces the environment's list whole, of either kind.
         let replaced = try await settings(environment: ["HTTPDNS_UPSTREAM": "tls://192.0.2.53#dns.example"], flags: ["upstream": ["127.0.0.9"]])
-        #expect(replaced.dot == nil && replaced.upstream.servers.map(\.description) == ["127.0.0.9:53"])
+        #expect(Self.kinds(replaced) == ["plain"] && replaced.upstream.servers.map(\.description) == ["127.0.0.9:53"])
     }
 
-    /// What one DNS-over-TLS source cannot be, or what cannot go with it, is refused, saying why.
-    @Test func tlsUpstreamsRefuseWhatCannotWork() async throws {
-        let mixed = await error(flags: ["upstream": ["tls://127.0.0.1#dns.example", "127.0.0.2"]])
-        #expect(mixed.contains("mixes plain DNS (127.0.0.2:53) and DNS over TLS (tls://127.0.0.1): the service does not mix them yet"), "\(mixed)")
-        let mixedInFile = try await withFile(#"{"upstream": ["127.0.0.2", "tls://127.0.0.1#dns.example"]}"#) { await error(file: $0) }
-        #expect(mixedInFile.contains("the service does not mix them yet"), "\(mixedInFile)")
+    /// `https://IP[:PORT][/PATH]#NAME` upstreams make one DNS-over-HTTPS source, with the trust file and pins; the
+    /// path is kept as written (the source asks `/dns-query` where none is).
+    @Test func httpsUpstreamsMakeOneDoHSource() async throws {
+        try await withFile("PEM placeholder") { cacert in
+            let settings = try await settings(flags: [
+                "upstream": ["https://127.0.0.1/query#DNS.Example.", "https://[::1]:8443#dns.example"],
+                "upstreamCACert": [cacert],
+                "upstreamPins": [Self.pin],
+            ])
+            #expect(Self.kinds(settings) == ["doh"])
+            let doh = try #require(Self.doh(settings).first)
+            #expect(doh.connection.servers.map(\.description) == ["https://127.0.0.1/query", "https://[::1]:8443"])
+            #expect(doh.connection.serverName == "dns.example" && doh.connection.extraTrustRootsPEMFile == cacert)
+            #expect(doh.connection.pins.map(\.description) == [Self.pin] && doh.name == "doh")
+            let fromEnvironment = try await self.settings(environment: ["HTTPDNS_UPSTREAM": "https://192.0.2.53"])
+            #expect(Self.doh(fromEnvironment).first?.connection.serverName == nil, "without #NAME the certificate must hold the address")
+        }
+    }
 
-        let names = await error(environment: ["HTTPDNS_UPSTREAM": "tls://127.0.0.1#a.example,tls://127.0.0.2#b.example"])
-        #expect(names.contains("every tls:// upstream must have the same #NAME"), "\(names)")
-        #expect(names.contains("tls://127.0.0.1#a.example and tls://127.0.0.2#b.example differ"), "\(names)")
-        let namedAndNot = await error(flags: ["upstream": ["tls://127.0.0.1#a.example", "tls://127.0.0.2"]])
-        #expect(namedAndNot.contains("tls://127.0.0.2 (no #NAME: the certificate must hold its address)"), "\(namedAndNot)")
+    /// Kinds mix: one source per kind and certificate name, in the order their first servers are listed, each named
+    /// for its name when its kind has several; every plain server goes to the one c-ares source.
+    @Test func mixedUpstreamsMakeASourceEachInOrder() async throws {
+        let settings = try await settings(flags: [
+            "upstream": [
+                "tls://127.0.0.1#a.example", "https://127.0.0.2#a.example", "127.0.0.3", "tls://127.0.0.4#b.example",
+                "tls://127.0.0.5#a.example", "127.0.0.6:5353", "tls://127.0.0.7",
+            ]
+        ])
+        #expect(Self.kinds(settings) == ["dot", "doh", "plain", "dot", "dot"])
+        let dot = Self.dot(settings)
+        #expect(dot.map(\.name) == ["dot#a.example", "dot#b.example", "dot#address"])
+        #expect(dot.map { $0.servers.map(\.description) } == [["tls://127.0.0.1", "tls://127.0.0.5"], ["tls://127.0.0.4"], ["tls://127.0.0.7"]])
+        #expect(dot.map(\.serverName) == ["a.example", "b.example", nil])
+        #expect(Self.doh(settings).map(\.name) == ["doh"], "the only DoH source keeps the kind's name")
+        #expect(settings.upstream.servers.map(\.description) == ["127.0.0.3:53", "127.0.0.6:5353"])
+        // With a plain server among them, its settings apply.
+        let tcp = try await self.settings(flags: ["upstream": ["tls://127.0.0.1#a.example", "127.0.0.3"], "upstreamTCP": ["true"]])
+        #expect(tcp.upstream.transport == .tcp && Self.kinds(tcp) == ["dot", "plain"])
+    }
 
-        // The settings of plain DNS, from whichever place.
-        let tls = ["upstream": ["tls://127.0.0.1#dns.example"]]
+    /// What cannot go with the encrypted upstreams is refused, saying why.
+    @Test func encryptedUpstreamsRefuseWhatCannotWork() async throws {
+        // The settings of plain DNS, from whichever place, when every upstream is encrypted.
+        let tls = ["upstream": ["tls://127.0.0.1#dns.example", "https://127.0.0.2#dns.example"]]
         #expect(
             await error(flags: tls.merging(["upstreamTCP": ["true"]]) { $1 })
-                == "--upstream-tcp (upstreamTCP, HTTPDNS_UPSTREAM_TCP) applies to plain DNS upstreams (c-ares), not to tls:// ones"
+                == "--upstream-tcp (upstreamTCP, HTTPDNS_UPSTREAM_TCP) applies to plain DNS upstreams (c-ares), and every upstream is encrypted"
         )
         #expect(
             await error(environment: ["HTTPDNS_UPSTREAM_TIMEOUT_MS": "500", "HTTPDNS_UPSTREAM_TRIES": "3"], flags: tls)
                 == "upstreamTimeoutMs (HTTPDNS_UPSTREAM_TIMEOUT_MS) and upstreamTries (HTTPDNS_UPSTREAM_TRIES) apply to plain DNS upstreams (c-ares), "
-                + "not to tls:// ones"
+                + "and every upstream is encrypted"
         )
         try await withFile(#"{"upstreamTCP": false}"#) { path in
             #expect(await error(file: path, flags: tls).hasPrefix("--upstream-tcp (upstreamTCP, HTTPDNS_UPSTREAM_TCP) applies to plain DNS"))
         }
 
-        // The settings of DNS over TLS, without a tls:// upstream.
+        // The settings of encrypted upstreams, without one.
         #expect(
             await error(flags: ["upstream": ["127.0.0.1"], "upstreamPins": [Self.pin]])
-                == "--upstream-pin (upstreamPins, HTTPDNS_UPSTREAM_PINS) applies to DNS-over-TLS upstreams (--upstream tls://IP[:PORT][#NAME]), "
-                + "but the upstreams are plain DNS"
+                == "--upstream-pin (upstreamPins, HTTPDNS_UPSTREAM_PINS) applies to encrypted upstreams "
+                + "(--upstream tls://IP[:PORT][#NAME] or https://IP[:PORT][/PATH][#NAME]), but the upstreams are plain DNS"
         )
         let noUpstream = await error(environment: ["HTTPDNS_UPSTREAM_CACERT": "/etc/hosts", "HTTPDNS_UPSTREAM_PINS": Self.pin])
         #expect(noUpstream.hasPrefix("--upstream-cacert (upstreamCACert, HTTPDNS_UPSTREAM_CACERT) and --upstream-pin"), "\(noUpstream)")
         #expect(noUpstream.hasSuffix("but no upstream is set, so the system's resolvers are asked over plain DNS"), "\(noUpstream)")
 
-        // Files and pins.
-        #expect(
-            await error(flags: tls.merging(["upstreamCACert": ["/nonexistent/ca.pem"]]) { $1 })
-                == "cannot read /nonexistent/ca.pem, the file of --upstream-cacert (upstreamCACert, HTTPDNS_UPSTREAM_CACERT)"
-        )
-        let badPin = await error(environment: ["HTTPDNS_UPSTREAM_PINS": "sha256//short"], flags: tls)
-        #expect(badPin.hasPrefix("environment variable HTTPDNS_UPSTREAM_PINS holds a pin that cannot be used"), "\(badPin)")
+        // Files and pins, for either kind.
+        for upstream in ["tls://127.0.0.1#dns.example", "https://127.0.0.1#dns.example"] {
+            #expect(
+                await error(flags: ["upstream": [upstream], "upstreamCACert": ["/nonexistent/ca.pem"]])
+                    == "cannot read /nonexistent/ca.pem, the file of --upstream-cacert (upstreamCACert, HTTPDNS_UPSTREAM_CACERT)"
+            )
+            let badPin = await error(environment: ["HTTPDNS_UPSTREAM_PINS": "sha256//short"], flags: ["upstream": [upstream]])
+            #expect(badPin.hasPrefix("environment variable HTTPDNS_UPSTREAM_PINS holds a pin that cannot be used"), "\(badPin)")
+        }
     }
 
     /// Each upstream that cannot be used is refused with what is wrong with it, and where it came from.
@@ -318,9 +377,15 @@ import Testing
             ("tls://127.0.0.1:0#dns.example", "'0' is not a port (1 to 65535)"),
             ("tls://127.0.0.1/dns-query", "DNS over TLS has no path"),
             ("tls://::1", "an IPv6 address goes in brackets"),
-            ("127.0.0.1#dns.example", "#NAME is for DNS over TLS: write tls://IP[:PORT]#NAME"),
-            ("https://127.0.0.1", "'https://' is not an upstream: write IP[:PORT] for plain DNS or tls://IP[:PORT][#NAME] for DNS over TLS"),
-            ("dns.example", "is not an IPv4 or IPv6 address (a DNS server is given by IP, never by name); for DNS over TLS"),
+            ("127.0.0.1#dns.example", "#NAME is for an encrypted upstream: write tls://IP[:PORT]#NAME or https://IP[:PORT][/PATH]#NAME"),
+            ("quic://127.0.0.1", "'quic://' is not an upstream: write IP[:PORT] for plain DNS, tls://IP[:PORT][#NAME] for DNS over TLS or https://"),
+            ("http://127.0.0.1", "DNS over plain HTTP is not encrypted: write https://IP[:PORT][/PATH][#NAME], or IP[:PORT] for plain DNS"),
+            ("https://dns.example/dns-query#dns.example", "'dns.example' is not an IP address: an upstream is given by IP"),
+            ("https://dns.example", "the name the certificate holds goes after #: https://IP[:PORT]#NAME"),
+            ("https://127.0.0.1/dns-query?x=1#dns.example", "must not have a query or a fragment"),
+            ("https://2001:db8::53#dns.example", "an IPv6 address goes in brackets: https://[2001:db8::53]"),
+            ("https://127.0.0.1#", "nothing follows #"),
+            ("dns.example", "is not an IPv4 or IPv6 address (a DNS server is given by IP, never by name); for an encrypted upstream"),
             ("127.0.0.1:99999", "is not a port number"),
         ] {
             let message = await error(flags: ["upstream": [text]])

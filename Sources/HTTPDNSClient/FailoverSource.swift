@@ -1,0 +1,184 @@
+import HTTPDNSCore
+import HTTPDNSSynchronization
+import Logging
+
+/// Several sources asked as one, in the order given: each query goes to the first healthy source, and on to the
+/// next when that one gives no answer. `httpdns serve` asks its upstreams of different kinds (DNS over TLS, over
+/// HTTPS, plain DNS) through it; each source keeps its own failover between its servers.
+///
+/// - A source that fails (a timeout, a refused connection or certificate, a malformed answer) is passed over for a
+///   cool-down, 1 s doubling with each failure in a row up to 60 s, then tried again first; while every source is
+///   cooling down, they are still asked, soonest due first.
+/// - SERVFAIL and REFUSED move on to the next source, and count against the source that gave them only when a later
+///   one answers: a name that fails everywhere says nothing of the sources. With no better answer, the first such
+///   answer is the answer.
+/// - Unlike a service's addresses, sources are never reordered by speed: the operator's order is a preference (an
+///   encrypted upstream before a plain one), not a guess.
+/// - NXDOMAIN and no data are answers: no other source is asked.
+package final class FailoverSource: ResolutionSource, MessageRelaying {
+    package let sources: [any ResolutionSource & MessageRelaying]
+    package let name: String
+    private let health: Mutex<Health>
+    private let clock: any MonotonicClock
+    private let logger: Logger
+
+    /// - Parameter sources: at least one, in order of preference.
+    package init(
+        sources: [any ResolutionSource & MessageRelaying],
+        coolDown: Duration = .seconds(1),
+        maxCoolDown: Duration = .seconds(60),
+        clock: any MonotonicClock = SystemMonotonicClock(),
+        logger: Logger
+    ) {
+        self.sources = sources
+        name = sources.map(\.name).joined(separator: "+")
+        health = Mutex(Health(count: sources.count, coolDown: coolDown, maxCoolDown: maxCoolDown))
+        self.clock = clock
+        self.logger = logger
+    }
+
+    package var upstreamDescription: String { sources.map(\.upstreamDescription).joined(separator: ", then ") }
+
+    /// Each source's failures in a row, in the order given: what its cool-down follows.
+    package var failuresInARow: [Int] { health.withLock { $0.failuresInARow } }
+
+    package func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
+        try await run(subject: "\(host)") { source throws(ResolutionError) -> Outcome<SourceAnswer> in
+            do {
+                return .answer(try await source.query(host, families: families))
+            } catch {
+                throw Self.resolutionError(error, from: source)
+            }
+        }
+    }
+
+    /// Sends `query` to the sources in order; an answer with SERVFAIL or REFUSED is the answer only when no later
+    /// source answers otherwise.
+    package func send(_ query: [UInt8]) async throws -> [UInt8] {
+        try await run(subject: "a relayed query of \(query.count) bytes") { source throws(ResolutionError) -> Outcome<[UInt8]> in
+            let answer: [UInt8]
+            do {
+                answer = try await source.send(query)
+            } catch {
+                throw Self.resolutionError(error, from: source)
+            }
+            let responseCode = answer.count >= 4 ? answer[3] & 0x0F : 0
+            return responseCode == 2 || responseCode == 5 ? .unusable(answer) : .answer(answer)
+        }
+    }
+
+    package func networkChanged() async {
+        health.withLock { $0.reset() }
+        for source in sources { await source.networkChanged() }
+    }
+
+    package func shutdown() async {
+        for source in sources { await source.shutdown() }
+    }
+
+    /// What one source gave: an answer, or one that another source may better (SERVFAIL or REFUSED in a relayed
+    /// answer).
+    private enum Outcome<Answer: Sendable>: Sendable {
+        case answer(Answer)
+        case unusable(Answer)
+    }
+
+    private func run<Answer: Sendable>(
+        subject: String,
+        _ attempt: (any ResolutionSource & MessageRelaying) async throws(ResolutionError) -> Outcome<Answer>
+    ) async throws(ResolutionError) -> Answer {
+        let (order, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
+        var failures: [ResolutionError] = []
+        var firstUnusable: Answer?
+        // Sources that answered SERVFAIL or REFUSED: blamed if a later one answers.
+        var unusable: [Int] = []
+        func record(_ update: (inout Health) -> Void) {
+            health.withLock { health in
+                guard health.generation == generation else { return }
+                update(&health)
+            }
+        }
+        for index in order {
+            guard !Task.isCancelled else { break }
+            let source = sources[index]
+            do throws(ResolutionError) {
+                switch try await attempt(source) {
+                case .answer(let answer):
+                    record { health in
+                        health.succeeded(index)
+                        for earlier in unusable { health.failed(earlier, now: clock.now()) }
+                    }
+                    return answer
+                case .unusable(let answer):
+                    firstUnusable = firstUnusable ?? answer
+                    unusable.append(index)
+                }
+            } catch {
+                switch error.code {
+                case .badName, .shutdown, .noFamilies, .nameNotFound, .noAddress, .rejectedByGuard:
+                    // The query itself, or an answer: no other source says otherwise.
+                    throw error
+                case .serverFailure, .refused:
+                    unusable.append(index)
+                case .tooManyPendingQueries:
+                    // This process's own bound, not the source's failing: the next is asked, this one not blamed.
+                    break
+                default:
+                    if !Task.isCancelled { record { $0.failed(index, now: clock.now()) } }
+                }
+                failures.append(error)
+                logger.debug("upstream source failed", metadata: ["httpdns.source": "\(source.name)", "error": "\(error)"])
+            }
+        }
+        if let firstUnusable { return firstUnusable }
+        if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
+        if let first = failures.first { throw first }
+        throw ResolutionError(.timeout, "the query for \(subject) was cancelled")
+    }
+
+    /// Which sources to ask, in what order: those not cooling down in the order given (one whose cool-down is over
+    /// is asked first again, as a probe), then those cooling down, soonest due first.
+    private struct Health {
+        private(set) var failuresInARow: [Int]
+        private var coolingUntil: [MonotonicInstant?]
+        /// Raised by ``reset()``: the outcome of a query begun before it says nothing of the new network.
+        private(set) var generation: UInt64 = 0
+        let coolDownNanoseconds: Double
+        let maxCoolDownNanoseconds: Double
+
+        init(count: Int, coolDown: Duration, maxCoolDown: Duration) {
+            failuresInARow = Array(repeating: 0, count: count)
+            coolingUntil = Array(repeating: nil, count: count)
+            coolDownNanoseconds = Double(coolDown.clampedNanoseconds)
+            maxCoolDownNanoseconds = Double(maxCoolDown.clampedNanoseconds)
+        }
+
+        func order(now: MonotonicInstant) -> [Int] {
+            let indices = failuresInARow.indices
+            let ready = indices.filter { coolingUntil[$0].map { $0 <= now } ?? true }
+            let cooling = indices.filter { !ready.contains($0) }.sorted { coolingUntil[$0]! < coolingUntil[$1]! }
+            return ready + cooling
+        }
+
+        mutating func succeeded(_ index: Int) {
+            failuresInARow[index] = 0
+            coolingUntil[index] = nil
+        }
+
+        mutating func failed(_ index: Int, now: MonotonicInstant) {
+            failuresInARow[index] += 1
+            let doubled = coolDownNanoseconds * Double(1 << min(failuresInARow[index] - 1, 30))
+            coolingUntil[index] = MonotonicInstant(nanoseconds: now.nanoseconds &+ UInt64(min(doubled, maxCoolDownNanoseconds)))
+        }
+
+        mutating func reset() {
+            failuresInARow = Array(repeating: 0, count: failuresInARow.count)
+            coolingUntil = Array(repeating: nil, count: coolingUntil.count)
+            generation += 1
+        }
+    }
+
+    private static func resolutionError(_ error: any Error, from source: any ResolutionSource) -> ResolutionError {
+        error as? ResolutionError ?? ResolutionError(.internalError, "\(source.name) failed: \(error)", cause: error)
+    }
+}
