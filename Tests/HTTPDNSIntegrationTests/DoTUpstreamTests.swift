@@ -305,6 +305,56 @@ struct DoTUpstreamTests {
         }
     }
 
+    /// Upstreams of every kind, in order: a DoH upstream whose certificate is for another name, a DoT upstream, and a
+    /// plain-DNS liar last. The DoH one is refused (counted as such), the DoT one answers every type, the liar is never
+    /// asked; the start-up log names all three in order and warns of the plain one.
+    @Test func mixedUpstreamsAreAskedInOrderAndTheRefusedOnePassedOver() async throws {
+        let impostorZone = [#"local-zone: "dot.test." static"#, #"local-data: "a.dot.test. 300 IN A 198.51.100.66""#]
+        try await Self.withDoTUnbound(.https, zone: impostorZone, subjectAltName: "DNS:wrong.test") { _, impostorCertificate, impostor in
+            try await Self.withDoTUnbound(.tls) { unbound, certificate, endpoint in
+                let ports = [unbound.address.port, UInt16(unbound.tlsPort!), UInt16(unbound.httpsPort!)]
+                let liar = try await Self.startLiar(at: unbound.address.ip, avoiding: ports)
+                defer { liar.stop() }
+                let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("httpdns-mixed-bundle-\(UUID().uuidString).pem")
+                try (try String(contentsOfFile: impostorCertificate, encoding: .utf8) + (try String(contentsOfFile: certificate, encoding: .utf8)))
+                    .write(to: bundle, atomically: true, encoding: .utf8)
+                defer { try? FileManager.default.removeItem(at: bundle) }
+                let service = try await LoggedService.start([
+                    "--upstream", "\(impostor)#dot.test", "--upstream", "\(endpoint)#dot.test", "--upstream", liar.address.description,
+                    "--upstream-cacert", bundle.path,
+                ])
+                defer { service.stop() }
+                service.drain()
+                let order = "upstream=doh via \(impostor)#dot.test, then dot via \(endpoint)#dot.test, then cares via \(liar.address)"
+                #expect(service.startLog.contains(order), "\(service.startLog)")
+                #expect(service.startLog.contains("upstream.transport=https+tls+udp"), "\(service.startLog)")
+                #expect(service.startLog.contains("the upstream path is unencrypted: plain DNS (udp) to cares via \(liar.address)"), "\(service.startLog)")
+                #expect(service.startLog.contains("(asked when the upstreams listed before it give no answer)"), "\(service.startLog)")
+
+                let base = "http://127.0.0.1:\(service.port)"
+                for _ in 0..<2 {
+                    let native = try await Self.curl("\(base)/d?host=a.dot.test&query=4,6")
+                    #expect(native.contains(#""ips":["192.0.2.1"]"#) && native.contains("2001:db8::1"), "\(native)")
+                    let mx = try await Self.curl("\(base)/dns-query?name=mail.dot.test&type=MX")
+                    #expect(mx.contains("mx1.dot.test."), "\(mx)")
+                    for body in [native, mx] {
+                        #expect(!body.contains("198.51.100.66") && !body.contains(Self.lie.v4) && !body.contains(Self.lie.mx), "\(body)")
+                    }
+                }
+                #expect(try await Self.curl("\(base)/readyz") == #"{"status":"ready"}"#)
+                for (name, type) in [("a.dot.test", "A"), ("a.dot.test", "AAAA"), ("mail.dot.test", "MX"), ("readyz.invalid", "A")] {
+                    #expect(try liar.queryCount(name, type: type) == 0, "the liar was asked \(name) \(type)")
+                }
+                let metrics = try await Self.curl("\(base)/metrics")
+                let refused = ["source": "doh", "transport": "https", "outcome": "certificateRejected"]
+                #expect(Self.metric(metrics, "httpdns_upstream_queries_total", refused) >= 1, "\(metrics)")
+                #expect(Self.metric(metrics, "httpdns_upstream_queries_total", ["source": "dot", "transport": "tls", "outcome": "success"]) >= 2, "\(metrics)")
+                #expect(Self.metric(metrics, "httpdns_upstream_queries_total", ["source": "cares"]) == 0, "\(metrics)")
+                #expect(Self.metric(metrics, "httpdns_resolutions_total", ["source": "doh+dot+cares", "outcome": "success"]) >= 1, "\(metrics)")
+            }
+        }
+    }
+
     /// With its only upstream's certificate for another name, the service is not ready, and a lookup is a 503,
     /// counted as `certificateRejected`; nothing falls back to plain DNS.
     @Test(arguments: Kind.allCases) func aRefusedCertificateMakesTheServiceUnready(_ kind: Kind) async throws {
