@@ -9,28 +9,38 @@ import Logging
 /// - A source that fails (a timeout, a refused connection or certificate, a malformed answer) is passed over for a
 ///   cool-down, 1 s doubling with each failure in a row up to 60 s, then tried again first; while every source is
 ///   cooling down, they are still asked, soonest due first.
-/// - SERVFAIL and REFUSED move on to the next source, and count against the source that gave them only when a later
-///   one answers: a name that fails everywhere says nothing of the sources. With no better answer, the first such
+/// - SERVFAIL and REFUSED move on to the next source but cool none down: any client can ask for a name one source
+///   fails and another answers (a DNSSEC-bogus name, which a validating resolver fails), and cooling the first down
+///   for it would let that client push everyone's queries onto the second. With no better answer, the first such
 ///   answer is the answer.
+/// - A source marked plain (unencrypted) is asked only when every encrypted source before it failed to answer at
+///   all (unreachable, timed out, malformed): never after one's certificate was refused (evidence of an attack on
+///   the path, which a plain fallback would complete), nor after one answered SERVFAIL or REFUSED.
 /// - Unlike a service's addresses, sources are never reordered by speed: the operator's order is a preference (an
 ///   encrypted upstream before a plain one), not a guess.
 /// - NXDOMAIN and no data are answers: no other source is asked.
 package final class FailoverSource: ResolutionSource, MessageRelaying {
     package let sources: [any ResolutionSource & MessageRelaying]
+    /// The indices of the sources whose path is unencrypted (plain DNS).
+    package let plain: Set<Int>
     package let name: String
     private let health: Mutex<Health>
     private let clock: any MonotonicClock
     private let logger: Logger
 
-    /// - Parameter sources: at least one, in order of preference.
+    /// - Parameters:
+    ///   - sources: in order of preference.
+    ///   - plain: the indices of those whose path is unencrypted.
     package init(
         sources: [any ResolutionSource & MessageRelaying],
+        plain: Set<Int> = [],
         coolDown: Duration = .seconds(1),
         maxCoolDown: Duration = .seconds(60),
         clock: any MonotonicClock = SystemMonotonicClock(),
         logger: Logger
     ) {
         self.sources = sources
+        self.plain = plain
         name = sources.map(\.name).joined(separator: "+")
         health = Mutex(Health(count: sources.count, coolDown: coolDown, maxCoolDown: maxCoolDown))
         self.clock = clock
@@ -87,11 +97,12 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
         subject: String,
         _ attempt: (any ResolutionSource & MessageRelaying) async throws(ResolutionError) -> Outcome<Answer>
     ) async throws(ResolutionError) -> Answer {
-        let (order, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
+        let (healthOrder, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
+        let order = plainAfterEncryptedBefore(healthOrder)
         var failures: [ResolutionError] = []
         var firstUnusable: Answer?
-        // Sources that answered SERVFAIL or REFUSED: blamed if a later one answers.
-        var unusable: [Int] = []
+        // Set once an encrypted source's certificate was refused, or it answered SERVFAIL or REFUSED.
+        var plainRefused = false
         func record(_ update: (inout Health) -> Void) {
             health.withLock { health in
                 guard health.generation == generation else { return }
@@ -100,18 +111,16 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
         }
         for index in order {
             guard !Task.isCancelled else { break }
+            if plainRefused, plain.contains(index) { continue }
             let source = sources[index]
             do throws(ResolutionError) {
                 switch try await attempt(source) {
                 case .answer(let answer):
-                    record { health in
-                        health.succeeded(index)
-                        for earlier in unusable { health.failed(earlier, now: clock.now()) }
-                    }
+                    record { $0.succeeded(index) }
                     return answer
                 case .unusable(let answer):
                     firstUnusable = firstUnusable ?? answer
-                    unusable.append(index)
+                    if !plain.contains(index) { plainRefused = true }
                 }
             } catch {
                 switch error.code {
@@ -119,7 +128,10 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
                     // The query itself, or an answer: no other source says otherwise.
                     throw error
                 case .serverFailure, .refused:
-                    unusable.append(index)
+                    if !plain.contains(index) { plainRefused = true }
+                case .certificateRejected:
+                    if !plain.contains(index) { plainRefused = true }
+                    if !Task.isCancelled { record { $0.failed(index, now: clock.now()) } }
                 case .tooManyPendingQueries:
                     // This process's own bound, not the source's failing: the next is asked, this one not blamed.
                     break
@@ -133,7 +145,30 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
         if let firstUnusable { return firstUnusable }
         if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
         if let first = failures.first { throw first }
+        if sources.isEmpty { throw ResolutionError(.internalError, "no upstream source to ask for \(subject)") }
         throw ResolutionError(.timeout, "the query for \(subject) was cancelled")
+    }
+
+    /// `order` with each plain source moved after every encrypted source listed before it, so that it is asked only
+    /// once those were, even while they cool down.
+    private func plainAfterEncryptedBefore(_ order: [Int]) -> [Int] {
+        guard !plain.isEmpty else { return order }
+        var result: [Int] = []
+        var waiting: [Int] = []
+        var asked: Set<Int> = []
+        func ready(_ index: Int) -> Bool { (0..<index).allSatisfy { plain.contains($0) || asked.contains($0) } }
+        for index in order {
+            if plain.contains(index), !ready(index) {
+                waiting.append(index)
+                continue
+            }
+            result.append(index)
+            asked.insert(index)
+            while let next = waiting.firstIndex(where: ready) {
+                result.append(waiting.remove(at: next))
+            }
+        }
+        return result + waiting
     }
 
     /// Which sources to ask, in what order: those not cooling down in the order given (one whose cool-down is over

@@ -13,8 +13,9 @@ import NIOSSL
 ///
 /// TLS always verifies the certificate. Without a server name it must hold an IP SAN for the address asked; with
 /// one, that name is the SNI and the certificate must hold it as a DNS name: one valid for the address alone is
-/// refused (AsyncHTTPClient's `dnsOverride` sends the request to the address while keeping the name). A certificate that is not accepted fails that address at once,
-/// with no retry until a connect timeout.
+/// refused (AsyncHTTPClient's `dnsOverride` sends the request to the address while keeping the name). A certificate
+/// that is not accepted fails that address's request as soon as its connection is up, with no retry until a connect
+/// timeout; an HTTP/2 connection so refused fails every request given it for a few seconds (``RefusedConnection``).
 final class ServiceClient: Sendable {
     struct Settings: Sendable {
         var connection: ServiceConnection
@@ -52,8 +53,6 @@ final class ServiceClient: Sendable {
     /// Internal, not private: tests read its health.
     let failover: AddressFailover
     private let logger: Logger
-    /// Each address's refused HTTP/2 certificates, for the requests that waited for those connections.
-    private let rejections: [ServiceEndpoint: PeerCertificateCheck.Rejections]
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
         let connection = settings.connection
@@ -84,8 +83,6 @@ final class ServiceClient: Sendable {
             clock: clock,
             logger: logger
         )
-        let rejections = Dictionary(settings.endpoints.map { ($0, PeerCertificateCheck.Rejections()) }) { first, _ in first }
-        self.rejections = rejections
         makeClient = { [settings, tls] endpoint in
             var configuration = HTTPClient.Configuration(
                 tlsConfiguration: tls,
@@ -102,15 +99,13 @@ final class ServiceClient: Sendable {
                 // Called on each new connection once TLS is up, before the pool takes it: with a server name, the
                 // certificate must hold it as a DNS name (NIOSSL alone also takes one whose IP SAN is the address
                 // connected to, whatever name was asked); with pins, its key must be one of them. An HTTP/1.1
-                // connection that fails is reported to the pool as failed; an HTTP/2 one is closed before any
-                // request is written on it, and the request that waited for it told why (see checkHTTP2). (A plain
+                // connection that fails is reported to the pool as failed; an HTTP/2 one is refused
+                // (RefusedConnection): every request given it fails with the check's error, never written. (A plain
                 // `http://` address has no certificate to check; it is logged as insecure at start.)
                 let (name, pins) = (settings.serverName, Set(settings.connection.pins))
-                let rejections = rejections[endpoint]!
                 configuration.http1_1ConnectionDebugInitializer = { PeerCertificateCheck.check($0, serverName: name, pins: pins) }
-                configuration.http2ConnectionDebugInitializer = {
-                    PeerCertificateCheck.checkHTTP2($0, serverName: name, pins: pins, rejections: rejections)
-                }
+                configuration.http2ConnectionDebugInitializer = { PeerCertificateCheck.checkHTTP2($0, serverName: name, pins: pins) }
+                configuration.http2StreamChannelDebugInitializer = { RefusedConnection.checkStream($0) }
             }
             return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         }
@@ -166,7 +161,6 @@ final class ServiceClient: Sendable {
             return .failure(.tryNext(ResolutionError(.shutdown, "the \(settings.sourceName) client was shut down")))
         }
         let (logger, maxAnswerBytes) = (logger, settings.maxAnswerBytes)
-        let started = NIODeadline.now()
         let fetched: Swift.Result<Answer, AttemptFailure>
         do {
             let answer = try await withDeadline(deadline) {
@@ -179,9 +173,7 @@ final class ServiceClient: Sendable {
         } catch is CancellationError where Task.isCancelled {
             return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
         } catch {
-            // A request that waited for an HTTP/2 connection refused for its certificate sees only the close.
-            let rejection = rejections[endpoint]?.rejection(since: started)
-            return .failure(.tryNext(Self.describe(rejection ?? error, endpoint: endpoint, host: host)))
+            return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host)))
         }
         switch fetched {
         case .success(let answer):

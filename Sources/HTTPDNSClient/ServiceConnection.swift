@@ -7,7 +7,7 @@ public struct ServiceConnection: Sendable, Hashable {
     /// The service's addresses, `https://IP[:PORT][/PATH]` each; tried in order of health.
     public var servers: [ServiceEndpoint]
     /// The name the service's certificate must hold as a DNS name, and the SNI: a certificate valid for the address
-    /// alone (an IP SAN) is then refused. Connections that check it speak HTTP/1.1, as pinned ones do. Default none:
+    /// alone (an IP SAN) is then refused, over HTTP/1.1 and HTTP/2 alike. Default none:
     /// the certificate must hold an IP SAN for each address.
     public var serverName: String?
     /// A PEM file of certificates to trust besides the system's (a private CA). Default none.

@@ -19,12 +19,14 @@ struct HostCertificateMismatch: CertificateRejectionError {
         "it does not hold \(host) as a DNS name (only \(names.isEmpty ? "addresses" : names.joined(separator: ", ")))"
     }
 
-    /// Checks the certificate of a connection AsyncHTTPClient has just set up, and closes the connection when it
-    /// fails: AsyncHTTPClient hands a connection to its pool only once this succeeds.
+    /// Checks the certificate of an HTTP/1.1 connection AsyncHTTPClient has just set up, and closes the connection
+    /// when it fails: AsyncHTTPClient hands a connection to its pool only once this succeeds. An HTTP/2 connection
+    /// that fails is refused instead (``RefusedConnection``): its pool must take it, and every request given it fails
+    /// with this error, unwritten.
     ///
     /// Synchronous on the channel's event loop (AsyncHTTPClient calls it there): the connection is judged before
     /// anything else can happen on it, which its pool relies on when the check fails.
-    static func check(_ channel: any Channel, host: String) -> EventLoopFuture<Void> {
+    static func check(_ channel: any Channel, host: String, http2: Bool = false) -> EventLoopFuture<Void> {
         do {
             // Plain http: no TLS handler, nothing to check.
             guard let tls = try? channel.pipeline.syncOperations.handler(type: NIOSSLHandler.self) else {
@@ -34,6 +36,7 @@ struct HostCertificateMismatch: CertificateRejectionError {
             try verify(certificate, host: host)
             return channel.eventLoop.makeSucceededVoidFuture()
         } catch {
+            if http2 { return RefusedConnection.refuse(channel, because: error) }
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }

@@ -192,7 +192,8 @@ public final class InterceptingHTTPClient: Sendable {
             // NIOSSL would also take a certificate for the address connected to: the name is what must be proven.
             let host = key.host
             client.http1_1ConnectionDebugInitializer = { HostCertificateMismatch.check($0, host: host) }
-            client.http2ConnectionDebugInitializer = { HostCertificateMismatch.check($0, host: host) }
+            client.http2ConnectionDebugInitializer = { HostCertificateMismatch.check($0, host: host, http2: true) }
+            client.http2StreamChannelDebugInitializer = { RefusedConnection.checkStream($0) }
             return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: client)
         }
         passthrough = PassthroughClient(HTTPClient(eventLoopGroup: eventLoopGroup, configuration: base), logger: logger)

@@ -192,7 +192,8 @@ public struct ServeSettings: Sendable {
         let tlsNames = tls.count > 1
         let httpsNames = https.count > 1
         func sourceName(_ kind: String, _ name: String?, distinct: Bool) -> String {
-            distinct ? "\(kind)#\(name ?? "address")" : kind
+            // `(address)` cannot be a host name, so the source without #NAME is named apart from every other.
+            distinct ? "\(kind)#\(name ?? "(address)")" : kind
         }
         upstreams = order.map { key in
             switch key {

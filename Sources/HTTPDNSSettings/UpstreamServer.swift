@@ -57,6 +57,9 @@ struct UpstreamServer: Sendable, Hashable, CustomStringConvertible {
             let reason = error.reason.replacing("a service is addressed by IP", with: "an upstream is given by IP")
             return UpstreamServerError(text: text, reason: reason + hint, cause: error)
         }
+        if !isTLS, parts[0].dropFirst(scheme.count).contains(",") {
+            throw fail("a comma cannot be in an upstream (lists of upstreams are split at commas)")
+        }
         var name: String?
         if parts.count == 2 {
             let nameText = String(parts[1])

@@ -117,7 +117,8 @@ struct ServeCommand: AsyncParsableCommand {
             ]
         )
         for plain in source.unencrypted {
-            let asked = source.members.count == 1 ? "" : " (asked when the upstreams listed before it give no answer)"
+            let asked =
+                source.members.first === plain ? "" : " (asked when the encrypted upstreams listed before it give no answer at all)"
             let warning =
                 "the upstream path is unencrypted: plain DNS (\(plain.transport)) to \(plain.logDescription)\(asked) can be read and "
                 + "changed by anyone on the way; use tls:// (DNS over TLS) or https:// (DNS over HTTPS) upstreams to close it"

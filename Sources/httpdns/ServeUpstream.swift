@@ -58,7 +58,8 @@ final class ServeUpstream: Service {
             throw error
         }
         self.members = members
-        resolver = members.count == 1 ? members[0] : FailoverSource(sources: members, logger: logger)
+        let plain = Set(members.indices.filter { !members[$0].isEncrypted })
+        resolver = members.count == 1 ? members[0] : FailoverSource(sources: members, plain: plain, logger: logger)
     }
 
     /// An encrypted source, its trust file's failure named by the setting a user wrote.

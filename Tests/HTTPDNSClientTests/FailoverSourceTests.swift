@@ -73,8 +73,8 @@ import Testing
         }
     }
 
-    static func failover(_ sources: [Scripted], clock: ManualMonotonicClock) -> FailoverSource {
-        FailoverSource(sources: sources, clock: clock, logger: Logger(label: "test"))
+    static func failover(_ sources: [Scripted], plain: Set<Int> = [], clock: ManualMonotonicClock) -> FailoverSource {
+        FailoverSource(sources: sources, plain: plain, clock: clock, logger: Logger(label: "test"))
     }
 
     /// The first source answers while it works; a failing one is passed over for its cool-down (1 s, then 2 s), then
@@ -125,22 +125,46 @@ import Testing
         #expect(final.failuresInARow == [0, 0], "the query's fault is no source's")
     }
 
-    /// SERVFAIL or REFUSED moves on, and counts against the source that gave it only when a later one answers; with
-    /// no better answer, the first of them is the answer.
-    @Test func aRefusalMovesOnAndBlamesOnlyWhenAnotherAnswers() async throws {
+    /// SERVFAIL or REFUSED moves on, and cools no source down (a client could otherwise push everyone's queries off a
+    /// validating resolver by asking for a name it fails); with no better answer, the first of them is the answer.
+    @Test func aRefusalMovesOnAndCoolsNoSourceDown() async throws {
         let clock = ManualMonotonicClock()
         let (a, b, c) = (Scripted("a", .rcode(5)), Scripted("b", .rcode(2)), Scripted("c", .fail(.timeout)))
         let failover = Self.failover([a, b, c], clock: clock)
         let relayed = try await failover.send(Self.query)
         #expect(relayed[0] == 1 && relayed[3] & 0x0F == 5, "the first refusal, from a")
-        #expect(failover.failuresInARow == [0, 0, 1], "a name refused everywhere cools no answering source down")
+        #expect(failover.failuresInARow == [0, 0, 1])
         #expect(await Self.code { try await failover.query(Self.host, families: .all) } == .refused)
 
         c.behave(.answer)
         clock.advance(seconds: 5)
         let answered = try await failover.send(Self.query)
         #expect(answered[0] == 3 && answered[3] & 0x0F == 0, "c answered")
-        #expect(failover.failuresInARow == [1, 1, 0], "a and b refused what c answered")
+        #expect(failover.failuresInARow == [0, 0, 0], "a and b refused what c answered, and are still asked first")
+        _ = try await failover.send(Self.query)
+        #expect((a.asked, b.asked, c.asked) == (4, 4, 4))
+    }
+
+    /// A plain source is asked only when the encrypted ones before it gave no answer at all: never after a refused
+    /// certificate (an attack on the path, which a plain fallback would complete), nor after SERVFAIL or REFUSED.
+    @Test func aPlainSourceIsNoFallbackFromARefusedCertificateOrARefusal() async throws {
+        let clock = ManualMonotonicClock()
+        let (a, plain) = (Scripted("a", .fail(.certificateRejected)), Scripted("b"))
+        let failover = Self.failover([a, plain], plain: [1], clock: clock)
+        #expect(await Self.code { try await failover.query(Self.host, families: .all) } == .certificateRejected)
+        #expect(await Self.code { try await failover.send(Self.query) } == .certificateRejected, "a is cooling down, still not b")
+        #expect(plain.asked == 0)
+
+        a.behave(.rcode(2))
+        clock.advance(seconds: 10)
+        let relayed = try await failover.send(Self.query)
+        #expect(relayed[0] == 1 && relayed[3] & 0x0F == 2, "a's SERVFAIL is the answer")
+        #expect(await Self.code { try await failover.query(Self.host, families: .all) } == .serverFailure)
+        #expect(plain.asked == 0)
+
+        a.behave(.fail(.timeout))
+        _ = try await failover.query(Self.host, families: .all)
+        #expect(plain.asked == 1, "a gave no answer at all: the plain source is asked")
     }
 
     /// A network change forgets the cool-downs; shutting down shuts every source down.

@@ -318,7 +318,7 @@ import Testing
         ])
         #expect(Self.kinds(settings) == ["dot", "doh", "plain", "dot", "dot"])
         let dot = Self.dot(settings)
-        #expect(dot.map(\.name) == ["dot#a.example", "dot#b.example", "dot#address"])
+        #expect(dot.map(\.name) == ["dot#a.example", "dot#b.example", "dot#(address)"])
         #expect(dot.map { $0.servers.map(\.description) } == [["tls://127.0.0.1", "tls://127.0.0.5"], ["tls://127.0.0.4"], ["tls://127.0.0.7"]])
         #expect(dot.map(\.serverName) == ["a.example", "b.example", nil])
         #expect(Self.doh(settings).map(\.name) == ["doh"], "the only DoH source keeps the kind's name")
@@ -385,6 +385,7 @@ import Testing
             ("https://127.0.0.1/dns-query?x=1#dns.example", "must not have a query or a fragment"),
             ("https://2001:db8::53#dns.example", "an IPv6 address goes in brackets: https://[2001:db8::53]"),
             ("https://127.0.0.1#", "nothing follows #"),
+            ("https://127.0.0.1/a;b,c#dns.example", "a comma cannot be in an upstream"),
             ("dns.example", "is not an IPv4 or IPv6 address (a DNS server is given by IP, never by name); for an encrypted upstream"),
             ("127.0.0.1:99999", "is not a port number"),
         ] {
