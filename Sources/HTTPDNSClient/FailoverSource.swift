@@ -13,9 +13,11 @@ import Logging
 ///   fails and another answers (a DNSSEC-bogus name, which a validating resolver fails), and cooling the first down
 ///   for it would let that client push everyone's queries onto the second. With no better answer, the first such
 ///   answer is the answer.
-/// - A source marked plain (unencrypted) is asked only when every encrypted source before it failed to answer at
-///   all (unreachable, timed out, malformed): never after one's certificate was refused (evidence of an attack on
-///   the path, which a plain fallback would complete), nor after one answered SERVFAIL or REFUSED.
+/// - A source marked plain (unencrypted) is asked only after every encrypted source listed before it, and only when
+///   none of those was refused for its certificate (evidence of an attack on the path, which a plain fallback would
+///   complete), answered SERVFAIL or REFUSED, or was too busy (a flood of queries must not push everyone's into
+///   plain text). An attacker on the path who drops the encrypted sources' packets can still force the plain one:
+///   list one only if that is acceptable. A refused certificate is reported above a plain source's SERVFAIL.
 /// - Unlike a service's addresses, sources are never reordered by speed: the operator's order is a preference (an
 ///   encrypted upstream before a plain one), not a guess.
 /// - NXDOMAIN and no data are answers: no other source is asked.
@@ -100,9 +102,10 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
         let (healthOrder, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
         let order = plainAfterEncryptedBefore(healthOrder)
         var failures: [ResolutionError] = []
-        var firstUnusable: Answer?
-        // Set once an encrypted source's certificate was refused, or it answered SERVFAIL or REFUSED.
-        var plainRefused = false
+        var firstUnusable: (answer: Answer, index: Int)?
+        // Encrypted sources whose certificate was refused, that answered SERVFAIL or REFUSED, or that were too busy:
+        // no plain source listed after one of them is asked.
+        var refusedEncrypted: [Int] = []
         func record(_ update: (inout Health) -> Void) {
             health.withLock { health in
                 guard health.generation == generation else { return }
@@ -111,7 +114,7 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
         }
         for index in order {
             guard !Task.isCancelled else { break }
-            if plainRefused, plain.contains(index) { continue }
+            if plain.contains(index), refusedEncrypted.contains(where: { $0 < index }) { continue }
             let source = sources[index]
             do throws(ResolutionError) {
                 switch try await attempt(source) {
@@ -119,8 +122,8 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
                     record { $0.succeeded(index) }
                     return answer
                 case .unusable(let answer):
-                    firstUnusable = firstUnusable ?? answer
-                    if !plain.contains(index) { plainRefused = true }
+                    firstUnusable = firstUnusable ?? (answer, index)
+                    if !plain.contains(index) { refusedEncrypted.append(index) }
                 }
             } catch {
                 switch error.code {
@@ -128,13 +131,14 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
                     // The query itself, or an answer: no other source says otherwise.
                     throw error
                 case .serverFailure, .refused:
-                    if !plain.contains(index) { plainRefused = true }
+                    if !plain.contains(index) { refusedEncrypted.append(index) }
                 case .certificateRejected:
-                    if !plain.contains(index) { plainRefused = true }
+                    if !plain.contains(index) { refusedEncrypted.append(index) }
                     if !Task.isCancelled { record { $0.failed(index, now: clock.now()) } }
                 case .tooManyPendingQueries:
-                    // This process's own bound, not the source's failing: the next is asked, this one not blamed.
-                    break
+                    // This process's own bound, not the source's failing: the next is asked, this one not blamed;
+                    // but not a plain one, or a flood of queries would push everyone's into plain text.
+                    if !plain.contains(index) { refusedEncrypted.append(index) }
                 default:
                     if !Task.isCancelled { record { $0.failed(index, now: clock.now()) } }
                 }
@@ -142,8 +146,9 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
                 logger.debug("upstream source failed", metadata: ["httpdns.source": "\(source.name)", "error": "\(error)"])
             }
         }
-        if let firstUnusable { return firstUnusable }
-        if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
+        let rejected = failures.first(where: { $0.code == .certificateRejected })
+        if let firstUnusable, rejected == nil || !plain.contains(firstUnusable.index) { return firstUnusable.answer }
+        if let rejected { throw rejected }
         if let first = failures.first { throw first }
         if sources.isEmpty { throw ResolutionError(.internalError, "no upstream source to ask for \(subject)") }
         throw ResolutionError(.timeout, "the query for \(subject) was cancelled")

@@ -9,10 +9,10 @@ import NIOSSL
 /// precondition). So the connection initializer always succeeds, and:
 /// - a handler between TLS and HTTP/2 fails every write and drops every read: nothing of a request reaches TLS, and
 ///   nothing the peer sends reaches HTTP/2;
-/// - every request the pool gives the connection fails with the refusal's error as its stream starts
-///   (``checkStream(_:)``, the `http2StreamChannelDebugInitializer`): nothing of it passes the barrier. The pool hears of the
-///   connection on its own event loop, later, so the connection must still be open then, or the request would fail
-///   with a bare "I/O on closed channel";
+/// - every request the pool gives the connection fails with the refusal's error as its stream becomes active, and
+///   nothing the peer sends on the stream reaches the request (``checkStream(_:)``, the
+///   `http2StreamChannelDebugInitializer`): frames the peer sent in the same read as its SETTINGS, which HTTP/2
+///   decodes after the barrier is in place, are dropped there too;
 /// - the socket is closed after ``holdTime``, without TLS's close (which would wait for the peer's), unless the peer
 ///   or the pool closes it first. Meanwhile every request to that address fails at once, saying why, rather than
 ///   each making (and losing) a connection of its own; after it, the next request makes a new connection, checked
@@ -37,7 +37,7 @@ package enum RefusedConnection {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
-        channel.eventLoop.scheduleTask(in: holdTime) {
+        let close = channel.eventLoop.scheduleTask(in: holdTime) {
             // From TLS's own place in the pipeline: the socket closes, with no close_notify to wait for.
             if let tls = try? channel.pipeline.syncOperations.context(handlerType: NIOSSLHandler.self) {
                 tls.close(promise: nil)
@@ -45,20 +45,39 @@ package enum RefusedConnection {
                 channel.close(promise: nil)
             }
         }
+        channel.closeFuture.whenComplete { _ in close.cancel() }
         return channel.eventLoop.makeSucceededVoidFuture()
     }
 
-    /// For `http2StreamChannelDebugInitializer`: on a refused connection, the stream's request fails with the
-    /// refusal's error. The initializer itself must succeed (AsyncHTTPClient stops the process when a stream it has
-    /// set up is closed before its request starts), so the error is raised on the stream on the next tick, once the
-    /// request has started: its writes never pass the barrier, and it fails with that error.
+    /// For `http2StreamChannelDebugInitializer`: on a refused connection, a handler at the head of the stream's
+    /// pipeline drops everything the peer sends on it and, as the stream becomes active (once the request has
+    /// started, its head written into the barrier), fails the request with the refusal's error. The initializer itself
+    /// must succeed: AsyncHTTPClient stops the process when a stream it has set up closes before its request starts.
     package static func checkStream(_ stream: any Channel) -> EventLoopFuture<Void> {
         if let parent = stream.parent, let barrier = try? parent.pipeline.syncOperations.handler(type: Barrier.self) {
-            stream.eventLoop.execute {
-                stream.pipeline.fireErrorCaught(barrier.error)
+            do {
+                try stream.pipeline.syncOperations.addHandler(RefusedStream(error: barrier.error), position: .first)
+            } catch {
+                // Not expected on a stream being set up; the barrier still keeps the request off the wire.
             }
         }
         return stream.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// At the head of a stream on a refused connection: drops every frame the peer sends, and fails the request as
+    /// the stream becomes active.
+    final class RefusedStream: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+        typealias InboundIn = Any
+        let error: any Error
+
+        init(error: any Error) { self.error = error }
+
+        func channelActive(context: ChannelHandlerContext) {
+            context.fireChannelActive()
+            context.fireErrorCaught(error)
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
     }
 
     /// Between TLS and HTTP/2 on a refused connection: every write fails, every read is dropped.

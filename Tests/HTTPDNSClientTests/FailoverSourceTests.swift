@@ -162,9 +162,26 @@ import Testing
         #expect(await Self.code { try await failover.query(Self.host, families: .all) } == .serverFailure)
         #expect(plain.asked == 0)
 
+        a.behave(.fail(.tooManyPendingQueries))
+        #expect(await Self.code { try await failover.query(Self.host, families: .all) } == .tooManyPendingQueries)
+        #expect(plain.asked == 0, "a flood of queries does not push them into plain text")
+
         a.behave(.fail(.timeout))
         _ = try await failover.query(Self.host, families: .all)
         #expect(plain.asked == 1, "a gave no answer at all: the plain source is asked")
+    }
+
+    /// A plain source listed first is asked first, and the rule binds only plain sources listed after a refused
+    /// encrypted one; a refused certificate is reported above a plain source's SERVFAIL.
+    @Test func theRuleBindsOnlyPlainSourcesListedAfter() async throws {
+        let clock = ManualMonotonicClock()
+        let (plainFirst, encrypted, plainLast) = (Scripted("a", .rcode(2)), Scripted("b", .fail(.certificateRejected)), Scripted("c"))
+        let failover = Self.failover([plainFirst, encrypted, plainLast], plain: [0, 2], clock: clock)
+        #expect(await Self.code { try await failover.query(Self.host, families: .all) } == .certificateRejected)
+        #expect((plainFirst.asked, encrypted.asked, plainLast.asked) == (1, 1, 0))
+        plainFirst.behave(.answer)
+        _ = try await failover.query(Self.host, families: .all)
+        #expect(plainFirst.asked == 2, "the plain source listed first answers")
     }
 
     /// A network change forgets the cool-downs; shutting down shuts every source down.
