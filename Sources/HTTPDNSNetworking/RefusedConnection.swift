@@ -1,3 +1,4 @@
+import Synchronization
 import NIOCore
 import NIOSSL
 
@@ -20,6 +21,9 @@ import NIOSSL
 package enum RefusedConnection {
     /// How long a refused connection stays open, failing the requests given it.
     package static let holdTime: TimeAmount = .seconds(5)
+
+    /// Refused connections still open, in this process: while there are none, a stream's check is one load.
+    private static let open = Atomic<Int>(0)
 
     /// Refuses `channel` for `error`, as above. Call on the channel's event loop, from the connection initializer.
     /// - Returns: a succeeded future, unless the refusal could not be put in place (then the connection is closed and
@@ -45,7 +49,11 @@ package enum RefusedConnection {
                 channel.close(promise: nil)
             }
         }
-        channel.closeFuture.whenComplete { _ in close.cancel() }
+        open.add(1, ordering: .relaxed)
+        channel.closeFuture.whenComplete { _ in
+            close.cancel()
+            open.subtract(1, ordering: .relaxed)
+        }
         return channel.eventLoop.makeSucceededVoidFuture()
     }
 
@@ -54,7 +62,8 @@ package enum RefusedConnection {
     /// started, its head written into the barrier), fails the request with the refusal's error. The initializer itself
     /// must succeed: AsyncHTTPClient stops the process when a stream it has set up closes before its request starts.
     package static func checkStream(_ stream: any Channel) -> EventLoopFuture<Void> {
-        if let parent = stream.parent, let barrier = try? parent.pipeline.syncOperations.handler(type: Barrier.self) {
+        // The count is raised on the connection's event loop before any stream of it is made, on that same loop.
+        if open.load(ordering: .relaxed) > 0, let parent = stream.parent, let barrier = try? parent.pipeline.syncOperations.handler(type: Barrier.self) {
             do {
                 try stream.pipeline.syncOperations.addHandler(RefusedStream(error: barrier.error), position: .first)
             } catch {
