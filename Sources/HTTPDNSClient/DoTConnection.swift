@@ -39,7 +39,7 @@ enum DoTTransportError: Error, CustomStringConvertible {
 /// certificate passed every check: NIOSSL's verification (the chain, and the server name, or without one the address),
 /// then, with a server name, that the certificate holds the name as a DNS name (NIOSSL also accepts a certificate whose
 /// IP SAN is the address connected to, whatever name was asked), and the SPKI pins when there are any.
-final class DoTConnection: Sendable {
+final class DoTConnection: SlotConnection {
     /// What every connection to a source's servers shares.
     struct Settings: Sendable {
         let tls: NIOSSLContext

@@ -1,6 +1,5 @@
 import HTTPDNSCore
 import HTTPDNSNetworking
-import HTTPDNSSynchronization
 import HTTPDNSWire
 import Logging
 import NIOCore
@@ -115,24 +114,11 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     public var name: String { configuration.name }
     public var upstreamDescription: String { "\(name) via \(configuration.servers.map(\.description).joined(separator: ", "))" }
 
-    private enum Slot {
-        case idle
-        case connecting(EventLoopFuture<DoTConnection>)
-        case open(DoTConnection)
-    }
-
-    private struct State {
-        var slots: [Slot]
-        var shutDown = false
-        /// Connections begun, for tests and metrics.
-        var opened = 0
-    }
-
     private let settings: DoTConnection.Settings
     private let eventLoopGroup: any EventLoopGroup
     /// Internal, not private: tests read its health.
     let failover: AddressFailover
-    private let state: Mutex<State>
+    private let connections: ConnectionSlots<DoTConnection>
     private let logger: Logger
 
     /// - Parameters:
@@ -175,7 +161,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
             clock: clock,
             logger: logger
         )
-        state = Mutex(State(slots: Array(repeating: .idle, count: configuration.servers.count)))
+        connections = ConnectionSlots(count: configuration.servers.count)
     }
 
     public func query(_ host: HostName, families: AddressFamilies) async throws -> SourceAnswer {
@@ -260,96 +246,28 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 
     /// The server's open connection, or a new one, waited for by at most `deadline`.
     private func connection(to index: Int, deadline: NIODeadline) async throws(ResolutionError) -> DoTConnection {
-        // The common case, an open connection: no future and no wait.
-        let open: DoTConnection? = state.withLock { state in
-            guard !state.shutDown, case .open(let connection) = state.slots[index], connection.isActive else { return nil }
-            return connection
-        }
-        if let open { return open }
         let server = configuration.servers[index]
-        let (pending, isNew): (EventLoopFuture<DoTConnection>?, Bool) = state.withLock { state in
-            guard !state.shutDown else { return (nil, false) }
-            switch state.slots[index] {
-            case .open(let connection) where connection.isActive:
-                return (connection.channel.eventLoop.makeSucceededFuture(connection), false)
-            case .connecting(let future):
-                return (future, false)
-            case .idle, .open:
-                let future = DoTConnection.connect(to: server, settings: settings, eventLoopGroup: eventLoopGroup, deadline: deadline)
-                state.slots[index] = .connecting(future)
-                state.opened += 1
-                return (future, true)
-            }
-        }
-        // Outside the lock: on an event loop, a future already complete runs the callback at once.
-        if isNew, let pending {
-            pending.whenComplete { [weak self] result in self?.connected(result, at: index, future: pending) }
-        }
-        guard let pending else { throw ResolutionError(.shutdown, "the \(name) source was shut down") }
         do {
-            // A connection another query started may outlive this one's deadline: wait no longer than it.
-            return try await Self.wait(for: pending, until: deadline)
+            return try await connections.connection(at: index, deadline: deadline) {
+                DoTConnection.connect(to: server, settings: settings, eventLoopGroup: eventLoopGroup, deadline: deadline)
+            }
+        } catch ConnectionSlotsError.shutDown {
+            throw ResolutionError(.shutdown, "the \(name) source was shut down")
         } catch {
             throw describe(error, server: server, connecting: true)
         }
     }
 
-    /// `future`'s connection, or `DoTTransportError.timedOut` at `deadline`, whichever comes first.
-    private static func wait(for future: EventLoopFuture<DoTConnection>, until deadline: NIODeadline) async throws -> DoTConnection {
-        final class Once: Sendable {
-            private let done = Mutex(false)
-            /// True the first time only.
-            func take() -> Bool { done.withLock { done in defer { done = true }; return !done } }
-        }
-        let once = Once()
-        return try await withCheckedThrowingContinuation { continuation in
-            let timer = future.eventLoop.scheduleTask(deadline: deadline) {
-                if once.take() { continuation.resume(throwing: DoTTransportError.timedOut) }
-            }
-            future.whenComplete { result in
-                timer.cancel()
-                if once.take() { continuation.resume(with: result) }
-            }
-        }
-    }
-
     /// How many connections were begun.
-    var connectionsOpened: Int { state.withLock { $0.opened } }
+    var connectionsOpened: Int { connections.opened }
 
     /// The connection to the server at `index`, once open (nil when there is none, or it failed to open).
     func currentConnection(at index: Int) async -> DoTConnection? {
-        let slot = state.withLock { $0.slots[index] }
-        switch slot {
-        case .idle: return nil
-        case .open(let connection): return connection
-        case .connecting(let future): return try? await future.get()
-        }
-    }
-
-    private func connected(_ result: Result<DoTConnection, any Error>, at index: Int, future: EventLoopFuture<DoTConnection>) {
-        let orphan: DoTConnection? = state.withLock { state in
-            guard case .connecting(let current) = state.slots[index], current === future else {
-                if case .success(let connection) = result { return connection }
-                return nil
-            }
-            switch result {
-            case .success(let connection):
-                if state.shutDown { return connection }
-                state.slots[index] = .open(connection)
-            case .failure:
-                state.slots[index] = .idle
-            }
-            return nil
-        }
-        // Made after a shutdown or a network change: not used.
-        orphan?.close()
+        await connections.current(at: index)
     }
 
     private func forget(_ connection: DoTConnection, at index: Int) {
-        state.withLock { state in
-            if case .open(let current) = state.slots[index], current === connection { state.slots[index] = .idle }
-        }
-        connection.close()
+        connections.forget(connection, at: index)
     }
 
     /// An error of NIO, TLS or the transport, as what it says about the server.
@@ -358,6 +276,9 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         if let reason = CertificateRejection.reason(error) {
             let name = configuration.serverName.map { "for \($0) " } ?? ""
             return ResolutionError(.certificateRejected, "the TLS certificate of \(server) \(name)was not accepted: \(reason)", cause: error)
+        }
+        if case .timedOut = error as? ConnectionSlotsError {
+            return ResolutionError(.timeout, "\(server) did not connect in time", cause: error)
         }
         if let transport = error as? DoTTransportError {
             switch transport {
@@ -398,39 +319,11 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     /// network.
     public func networkChanged() async {
         failover.reset()
-        let old = state.withLock { state in
-            defer { state.slots = state.slots.map { _ in .idle } }
-            return state.slots
-        }
-        close(old)
+        connections.closeAll()
     }
 
     /// Closes the connections. Queries after it fail with `shutdown`.
     public func shutdown() async {
-        let old = state.withLock { state in
-            state.shutDown = true
-            defer { state.slots = state.slots.map { _ in .idle } }
-            return state.slots
-        }
-        close(old)
-        // Every connection's close has run once its channel's close future completes.
-        for slot in old {
-            if case .open(let connection) = slot { try? await connection.channel.closeFuture.get() }
-        }
-    }
-
-    private func close(_ slots: [Slot]) {
-        for slot in slots {
-            switch slot {
-            case .open(let connection): connection.close()
-            case .connecting(let future): future.whenSuccess { $0.close() }
-            case .idle: break
-            }
-        }
-    }
-
-    // Dropped without shutdown(): the connections are closed all the same.
-    deinit {
-        close(state.withLock { $0.slots })
+        await connections.shutdown()
     }
 }

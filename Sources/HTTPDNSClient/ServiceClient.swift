@@ -5,11 +5,17 @@ import HTTPDNSSynchronization
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
 import NIOSSL
 
-/// HTTPS to the addresses of one HTTPDNS service: one kept-alive `HTTPClient` per address, failover between them
-/// within a time budget, and each address's health (``ServiceAddressHealth``). The sources of this module ask their
-/// service through it.
+/// HTTPS to the addresses of one HTTPDNS service: one kept-alive HTTP/2 connection per address
+/// (``HTTP2ServiceConnection``: every request a stream of it, no pipeline per request), failover between them within a
+/// time budget, and each address's health (``ServiceAddressHealth``). The sources of this module ask their service
+/// through it.
+///
+/// An address whose TLS negotiates no HTTP/2 (ALPN) is asked through AsyncHTTPClient over HTTP/1.1 instead, until
+/// the network changes; so is every plain `http://` address.
 ///
 /// TLS always verifies the certificate. Without a server name it must hold an IP SAN for the address asked; with
 /// one, that name is the SNI and the certificate must hold it as a DNS name: one valid for the address alone is
@@ -40,6 +46,8 @@ final class ServiceClient: Sendable {
     /// One AsyncHTTPClient per address (each with its own `dnsOverride`), and those a network change replaced.
     private struct Clients {
         var current: [HTTPClient]
+        /// The HTTPS addresses found to speak no HTTP/2: asked through `current` until the network changes.
+        var http1Only: Set<Int> = []
         /// Clients a network change replaced, each shut down by its task once every request that may still run on
         /// it has ended; ``shutdown()`` hurries and awaits them.
         var retirements: [UInt64: Task<Void, Never>] = [:]
@@ -50,6 +58,9 @@ final class ServiceClient: Sendable {
     let settings: Settings
     private let makeClient: @Sendable (ServiceEndpoint) -> HTTPClient
     private let clients: Mutex<Clients>
+    /// The HTTP/2 connections, one per HTTPS address.
+    private let connections: ConnectionSlots<HTTP2ServiceConnection>
+    private let http2: HTTP2ServiceConnection.Settings
     /// Internal, not private: tests read its health.
     let failover: AddressFailover
     private let logger: Logger
@@ -72,7 +83,22 @@ final class ServiceClient: Sendable {
         }
         self.settings = settings
         self.logger = logger
-        // Converted once: every lookup's deadlines are counted in SwiftNIO's nanoseconds.
+        // Both offered: a server that speaks only HTTP/1.1 may refuse a handshake whose ALPN offers nothing it has.
+        var http2TLS = tls
+        http2TLS.applicationProtocols = ["h2", "http/1.1"]
+        do {
+            http2 = HTTP2ServiceConnection.Settings(
+                tls: try NIOSSLContext(configuration: http2TLS),
+                serverName: settings.serverName,
+                pins: Set(connection.pins),
+                maxAnswerBytes: settings.maxAnswerBytes,
+                maxStreams: Self.maxStreams,
+                idleTimeout: Self.idleTimeout
+            )
+        } catch {
+            throw ConfigurationError(.unreadable, key: "cacert", reason: "TLS could not be set up with these trust roots: \(error)", cause: error)
+        }
+        connections = ConnectionSlots(count: settings.endpoints.count)
         // Converted once: every attempt's timeouts are counted in SwiftNIO's nanoseconds.
         let attemptTimeoutNanoseconds = connection.attemptTimeout.clampedNanoseconds
         failover = AddressFailover(
@@ -112,11 +138,31 @@ final class ServiceClient: Sendable {
         clients = Mutex(Clients(current: settings.endpoints.map(makeClient)))
     }
 
-    /// The URL of `target` (path and query) on `endpoint`: by the server name when there is one, else by IP.
-    private func url(_ target: String, on endpoint: ServiceEndpoint) -> String {
+    /// Requests in flight at once on one connection; more fail with `tooManyPendingQueries`.
+    static let maxStreams = 1024
+    /// How long a connection with nothing in flight stays open.
+    static let idleTimeout = TimeAmount.seconds(60)
+    /// How many times one attempt sends its request at most, each time on a new connection after the last one's
+    /// server did not process it.
+    static let maxSends = 5
+
+    /// What one lookup sends: the same to every address tried.
+    private struct Request: Sendable {
+        var target: String
+        var accept: String
+        var body: (contentType: String, bytes: [UInt8])?
+    }
+
+    /// The authority of `endpoint`: the server name when there is one, else the IP; with its port when not 443/80.
+    private func authority(of endpoint: ServiceEndpoint) -> String {
         let host = settings.serverName ?? endpoint.urlHost
         let defaultPort = endpoint.scheme == .https ? 443 : 80
-        return "\(endpoint.scheme.rawValue)://\(host)\(endpoint.port == defaultPort ? "" : ":\(endpoint.port)")\(endpoint.path)\(target)"
+        return endpoint.port == defaultPort ? host : "\(host):\(endpoint.port)"
+    }
+
+    /// The URL of `target` (path and query) on `endpoint`: by the server name when there is one, else by IP.
+    private func url(_ target: String, on endpoint: ServiceEndpoint) -> String {
+        "\(endpoint.scheme.rawValue)://\(authority(of: endpoint))\(endpoint.path)\(target)"
     }
 
     /// Sends `GET target` (or, with a body, `POST`) to the service's addresses in order of health until one answers
@@ -135,45 +181,28 @@ final class ServiceClient: Sendable {
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let endpoints = settings.endpoints
+        let request = Request(target: target, accept: acceptHeader, body: body)
         return try await failover.run(subject: host, describe: { endpoints[$0].description }) { index, deadline in
-            var request = HTTPClientRequest(url: url(target, on: endpoints[index]))
-            request.headers.add(name: "Accept", value: acceptHeader)
-            if let body {
-                request.method = .POST
-                request.headers.add(name: "Content-Type", value: body.contentType)
-                request.body = .bytes(body.bytes)
-            }
-            return await attempt(request, on: index, until: deadline, host: host, accept)
+            await attempt(request, on: index, until: deadline, host: host, accept)
         }
     }
 
-    /// One address's attempt: the request and the whole body within `deadline` (AsyncHTTPClient's deadline ends when
-    /// the head arrives, so the body is raced against the deadline here), then `accept`.
+    /// One address's attempt: the request and the whole body within `deadline`, then `accept`.
     private func attempt<Result: Sendable>(
-        _ request: HTTPClientRequest,
+        _ request: Request,
         on index: Int,
         until deadline: NIODeadline,
         host: String,
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async -> Swift.Result<Result, AttemptFailure> {
         let endpoint = settings.endpoints[index]
-        guard let client = clients.withLock({ $0.shutDown ? nil : $0.current[index] }) else {
-            return .failure(.tryNext(ResolutionError(.shutdown, "the \(settings.sourceName) client was shut down")))
-        }
-        let (logger, maxAnswerBytes) = (logger, settings.maxAnswerBytes)
         let fetched: Swift.Result<Answer, AttemptFailure>
-        do {
-            let answer = try await withDeadline(deadline) {
-                let response = try await client.execute(request, deadline: deadline, logger: logger)
-                let body = try await response.body.collect(upTo: maxAnswerBytes)
-                return Answer(status: response.status, body: body, endpoint: endpoint)
-            }
-            guard let answer else { throw HTTPClientError.deadlineExceeded }
-            fetched = .success(answer)
-        } catch is CancellationError where Task.isCancelled {
-            return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
-        } catch {
-            return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host)))
+        if endpoint.scheme == .https, !clients.withLock({ $0.http1Only.contains(index) }),
+            let answer = await fetchHTTP2(request, on: index, until: deadline, host: host)
+        {
+            fetched = answer
+        } else {
+            fetched = await fetchHTTP1(request, on: index, until: deadline, host: host)
         }
         switch fetched {
         case .success(let answer):
@@ -187,13 +216,128 @@ final class ServiceClient: Sendable {
         }
     }
 
+    /// The request as a stream of the address's HTTP/2 connection (a new one when it has none open). Sent again on a
+    /// new connection when the server said it did not process it (a GOAWAY before its stream, REFUSED_STREAM), up to
+    /// ``maxSends`` times in all, and once when the connection it went out on had answered before and closed before
+    /// answering it (a server closing an idle connection as it was written).
+    /// - Returns: nil when the address speaks no HTTP/2: it is asked over HTTP/1.1 from now on.
+    private func fetchHTTP2(_ request: Request, on index: Int, until deadline: NIODeadline, host: String) async -> Swift.Result<Answer, AttemptFailure>? {
+        let endpoint = settings.endpoints[index]
+        var headers = [("accept", request.accept)]
+        if let body = request.body { headers.append(("content-type", body.contentType)) }
+        let message = HTTP2ServiceRequest(
+            method: request.body == nil ? .GET : .POST,
+            path: endpoint.path + request.target,
+            authority: authority(of: endpoint),
+            headers: headers,
+            body: request.body?.bytes
+        )
+        let settings = http2
+        var resentAfterClose = false
+        var lastError: any Error = HTTP2TransportError.unprocessed
+        // A connection that ends (closed, told to go away, out of time) closes itself once its streams are over, and
+        // the slot opens a new one for the next request: nothing here closes one that other requests may be using.
+        for _ in 1...Self.maxSends {
+            let connection: HTTP2ServiceConnection
+            do {
+                connection = try await connections.connection(at: index, deadline: deadline) {
+                    HTTP2ServiceConnection.connect(to: endpoint, settings: settings, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, deadline: deadline)
+                }
+            } catch HTTP2TransportError.notHTTP2(let negotiated) {
+                let first = clients.withLock { $0.http1Only.insert(index).inserted }
+                if first {
+                    logger.notice(
+                        "the service negotiated no HTTP/2: asking it over HTTP/1.1",
+                        metadata: ["httpdns.service": "\(endpoint)", "httpdns.alpn": "\(negotiated ?? "none")"]
+                    )
+                }
+                return nil
+            } catch {
+                return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host, connecting: true)))
+            }
+            let promise = connection.send(message, deadline: deadline)
+            do {
+                let response = try await withTaskCancellationHandler {
+                    try await promise.futureResult.get()
+                } onCancel: {
+                    promise.fail(CancellationError())
+                }
+                return .success(Answer(status: response.status, body: response.body, endpoint: endpoint))
+            } catch HTTP2TransportError.unprocessed {
+                lastError = HTTP2TransportError.unprocessed
+            } catch HTTP2TransportError.closed(reused: true) where !resentAfterClose {
+                resentAfterClose = true
+                lastError = HTTP2TransportError.closed(reused: true)
+            } catch is CancellationError where Task.isCancelled {
+                return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
+            } catch {
+                return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host)))
+            }
+        }
+        return .failure(.tryNext(Self.describe(lastError, endpoint: endpoint, host: host)))
+    }
+
+    /// The request through the address's AsyncHTTPClient (HTTP/1.1, or plain HTTP): the request and the whole body
+    /// within `deadline` (AsyncHTTPClient's deadline ends when the head arrives, so the body is raced against the
+    /// deadline here).
+    private func fetchHTTP1(_ request: Request, on index: Int, until deadline: NIODeadline, host: String) async -> Swift.Result<Answer, AttemptFailure> {
+        let endpoint = settings.endpoints[index]
+        guard let client = clients.withLock({ $0.shutDown ? nil : $0.current[index] }) else {
+            return .failure(.tryNext(ResolutionError(.shutdown, "the \(settings.sourceName) client was shut down")))
+        }
+        var message = HTTPClientRequest(url: url(request.target, on: endpoint))
+        message.headers.add(name: "Accept", value: request.accept)
+        if let body = request.body {
+            message.method = .POST
+            message.headers.add(name: "Content-Type", value: body.contentType)
+            message.body = .bytes(body.bytes)
+        }
+        let (logger, maxAnswerBytes) = (logger, settings.maxAnswerBytes)
+        do {
+            let answer = try await withDeadline(deadline) { [message] in
+                let response = try await client.execute(message, deadline: deadline, logger: logger)
+                let body = try await response.body.collect(upTo: maxAnswerBytes)
+                return Answer(status: response.status, body: body, endpoint: endpoint)
+            }
+            guard let answer else { throw HTTPClientError.deadlineExceeded }
+            return .success(answer)
+        } catch is CancellationError where Task.isCancelled {
+            return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
+        } catch {
+            return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host)))
+        }
+    }
+
     /// An error of AsyncHTTPClient, NIO or TLS, as what it says about the address. Only a certificate that failed
     /// verification (or does not hold the name or address asked) is `certificateRejected`: a connection closed during
     /// the handshake, or TLS spoken to a port that does not, is the address being unreachable, not an attack.
-    static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: String) -> ResolutionError {
+    static func describe(_ error: any Error, endpoint: ServiceEndpoint, host: String, connecting: Bool = false) -> ResolutionError {
         let text = "\(error)"
         if let reason = CertificateRejection.reason(error) {
             return ResolutionError(.certificateRejected, "the TLS certificate of \(endpoint) was not accepted: \(reason)", cause: error)
+        }
+        if let error = error as? ConnectionSlotsError {
+            switch error {
+            case .shutDown: return ResolutionError(.shutdown, "the client of \(endpoint) was shut down", cause: error)
+            case .timedOut: return ResolutionError(.timeout, "\(endpoint) did not connect in time for \(host)", cause: error)
+            }
+        }
+        if let transport = error as? HTTP2TransportError {
+            switch transport {
+            case .timedOut:
+                return ResolutionError(.timeout, "\(endpoint) did not \(connecting ? "connect" : "answer") for \(host) in time", cause: error)
+            case .overloaded:
+                return ResolutionError(.tooManyPendingQueries, "\(endpoint): \(transport)", cause: error)
+            case .tooLarge:
+                return ResolutionError(.malformedAnswer, "\(endpoint) sent more than the answer for \(host) can hold", cause: error)
+            case .malformedResponse:
+                return ResolutionError(.malformedAnswer, "\(endpoint) sent an answer for \(host) that could not be read: \(transport)", cause: error)
+            case .closed, .unprocessed, .reset, .notHTTP2, .closedDuringHandshake:
+                return ResolutionError(.serverUnreachable, "\(endpoint) could not be reached for \(host): \(transport)", cause: error)
+            }
+        }
+        if case .connectTimeout = error as? ChannelError {
+            return ResolutionError(.timeout, "\(endpoint) did not connect in time for \(host)", cause: error)
         }
         if let error = error as? HTTPClientError {
             switch error {
@@ -220,8 +364,11 @@ final class ServiceClient: Sendable {
         failover.reset()
         // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
         let grace = settings.connection.budget + .seconds(1)
+        let closingBy = NIODeadline.now() + .nanoseconds(grace.clampedNanoseconds)
+        connections.closeAll { $0.retire(closingBy: closingBy) }
         clients.withLock { clients in
             guard !clients.shutDown else { return }
+            clients.http1Only = []
             let old = clients.current
             clients.current = settings.endpoints.map(makeClient)
             let id = clients.nextRetirement
@@ -251,6 +398,7 @@ final class ServiceClient: Sendable {
             defer { clients.retirements = [:] }
             return (clients.current, Array(clients.retirements.values))
         }
+        await connections.shutdown()
         for retirement in retirements {
             retirement.cancel()
             await retirement.value

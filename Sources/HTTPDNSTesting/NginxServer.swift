@@ -18,6 +18,8 @@ public final class NginxServer: Sendable {
     public let port: Int
     /// The port of the same server over plain HTTP/1.1: ``port`` + 1.
     public var plainPort: Int { port + 1 }
+    /// The port of the same server over TLS with HTTP/1.1 only (ALPN offers no `h2`): ``port`` + 2.
+    public var http1Port: Int { port + 2 }
     /// The size of `/large`, a file of zeros.
     public static let largeFileBytes = 50 * 1024 * 1024
     private let process: ChildProcess
@@ -87,9 +89,12 @@ public final class NginxServer: Sendable {
                 fastcgi_temp_path \(path)/fastcgi;
                 uwsgi_temp_path \(path)/uwsgi;
                 scgi_temp_path \(path)/scgi;
+                map $arg_type $dnstype { A 1; AAAA 28; default 0; }
+                map $arg_type $dnsdata { A 127.0.0.9; AAAA ::9; default ""; }
                 server {
                     listen \(address):\(port) ssl http2;
                     listen \(address):\(port + 1);
+                    listen \(address):\(port + 2) ssl;
                     \(ipv6 ? "listen [::1]:\(port) ssl http2;" : "")
                     server_name \(names.joined(separator: " "));
                     ssl_certificate \(certificate);
@@ -113,6 +118,11 @@ public final class NginxServer: Sendable {
                         sub_filter_once on;
                         proxy_set_header Accept-Encoding "";
                         add_header X-Seen "sni=$ssl_server_name host=$http_host" always;
+                    }
+                    # A JSON DNS answer (Google's format) to any name: 127.0.0.9 for A, ::9 for AAAA, TTL 300.
+                    location = /resolve {
+                        default_type application/dns-json;
+                        return 200 '{"Status":0,"Question":[{"name":"$arg_name","type":$dnstype}],"Answer":[{"name":"$arg_name","type":$dnstype,"TTL":300,"data":"$dnsdata"}]}';
                     }
                     # A file of \(Self.largeFileBytes) bytes, streamed.
                     location = /large { alias \(path)/large; }

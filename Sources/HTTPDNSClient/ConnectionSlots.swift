@@ -1,0 +1,178 @@
+import HTTPDNSSynchronization
+import NIOCore
+
+/// A kept-alive connection that ``ConnectionSlots`` holds: one of ``DoTConnection`` and ``HTTP2ServiceConnection``.
+protocol SlotConnection: AnyObject, Sendable {
+    var channel: any Channel { get }
+    /// Whether requests can still go out on it.
+    var isActive: Bool { get }
+    func close()
+}
+
+/// Why ``ConnectionSlots`` gave no connection, besides the connect's own error.
+enum ConnectionSlotsError: Error, CustomStringConvertible {
+    case shutDown
+    /// The connection was not up by the deadline of the request waiting for it.
+    case timedOut
+
+    var description: String {
+        switch self {
+        case .shutDown: "the client was shut down"
+        case .timedOut: "the connection was not up in time"
+        }
+    }
+}
+
+/// True the first time ``take()`` is called only, from any thread.
+private final class OnceFlag: Sendable {
+    private let done = Mutex(false)
+    func take() -> Bool { done.withLock { done in defer { done = true }; return !done } }
+}
+
+/// One kept-alive connection per server, opened by the first request that needs it and shared by every request
+/// after: a request finds an open connection without waiting on anything, and those that come while one is being
+/// opened wait for that one rather than opening their own.
+final class ConnectionSlots<Connection: SlotConnection>: Sendable {
+    private enum Slot {
+        case idle
+        case connecting(EventLoopFuture<Connection>)
+        case open(Connection)
+    }
+
+    private struct State {
+        var slots: [Slot]
+        var shutDown = false
+        /// Connections begun, for tests.
+        var opened = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(slots: Array(repeating: .idle, count: count)))
+    }
+
+    /// The open connection of server `index`, or a new one `connect` opens, waited for by at most `deadline`.
+    /// - Throws: ``ConnectionSlotsError``, or the error `connect`'s future failed with.
+    func connection(at index: Int, deadline: NIODeadline, connect: () -> EventLoopFuture<Connection>) async throws -> Connection {
+        // The common case, an open connection: no future and no wait.
+        let open: Connection? = state.withLock { state in
+            guard !state.shutDown, case .open(let connection) = state.slots[index], connection.isActive else { return nil }
+            return connection
+        }
+        if let open { return open }
+        let (pending, isNew): (EventLoopFuture<Connection>?, Bool) = state.withLock { state in
+            guard !state.shutDown else { return (nil, false) }
+            switch state.slots[index] {
+            case .open(let connection) where connection.isActive:
+                return (connection.channel.eventLoop.makeSucceededFuture(connection), false)
+            case .connecting(let future):
+                return (future, false)
+            case .idle, .open:
+                let future = connect()
+                state.slots[index] = .connecting(future)
+                state.opened += 1
+                return (future, true)
+            }
+        }
+        guard let pending else { throw ConnectionSlotsError.shutDown }
+        // Outside the lock: on an event loop, a future already complete runs the callback at once.
+        if isNew {
+            pending.whenComplete { [weak self] result in self?.connected(result, at: index, future: pending) }
+        }
+        // A connection another request started may outlive this one's deadline: wait no longer than it.
+        return try await Self.wait(for: pending, until: deadline)
+    }
+
+    /// `future`'s connection, or ``ConnectionSlotsError/timedOut`` at `deadline`, whichever comes first.
+    private static func wait(for future: EventLoopFuture<Connection>, until deadline: NIODeadline) async throws -> Connection {
+        let once = OnceFlag()
+        return try await withCheckedThrowingContinuation { continuation in
+            let timer = future.eventLoop.scheduleTask(deadline: deadline) {
+                if once.take() { continuation.resume(throwing: ConnectionSlotsError.timedOut) }
+            }
+            future.whenComplete { result in
+                timer.cancel()
+                if once.take() { continuation.resume(with: result) }
+            }
+        }
+    }
+
+    /// How many connections were begun.
+    var opened: Int { state.withLock { $0.opened } }
+
+    /// The connection to server `index`, once open (nil when there is none, or it failed to open).
+    func current(at index: Int) async -> Connection? {
+        let slot = state.withLock { $0.slots[index] }
+        switch slot {
+        case .idle: return nil
+        case .open(let connection): return connection
+        case .connecting(let future): return try? await future.get()
+        }
+    }
+
+    private func connected(_ result: Result<Connection, any Error>, at index: Int, future: EventLoopFuture<Connection>) {
+        let orphan: Connection? = state.withLock { state in
+            guard case .connecting(let current) = state.slots[index], current === future else {
+                if case .success(let connection) = result { return connection }
+                return nil
+            }
+            switch result {
+            case .success(let connection):
+                if state.shutDown { return connection }
+                state.slots[index] = .open(connection)
+            case .failure:
+                state.slots[index] = .idle
+            }
+            return nil
+        }
+        // Made after a shutdown or a network change: not used.
+        orphan?.close()
+    }
+
+    /// Closes `connection` and, if it is still server `index`'s, lets the next request open a new one.
+    func forget(_ connection: Connection, at index: Int) {
+        state.withLock { state in
+            if case .open(let current) = state.slots[index], current === connection { state.slots[index] = .idle }
+        }
+        connection.close()
+    }
+
+    /// Closes every connection (by `close`, default at once); the next requests open new ones (from a new network,
+    /// say).
+    func closeAll(by close: @escaping @Sendable (Connection) -> Void = { $0.close() }) {
+        let old = state.withLock { state in
+            defer { state.slots = state.slots.map { _ in .idle } }
+            return state.slots
+        }
+        Self.close(old, by: close)
+    }
+
+    /// Closes every connection and takes no more requests; returns once the open ones are closed.
+    func shutdown() async {
+        let old = state.withLock { state in
+            state.shutDown = true
+            defer { state.slots = state.slots.map { _ in .idle } }
+            return state.slots
+        }
+        Self.close(old, by: { $0.close() })
+        for slot in old {
+            if case .open(let connection) = slot { try? await connection.channel.closeFuture.get() }
+        }
+    }
+
+    private static func close(_ slots: [Slot], by close: @escaping @Sendable (Connection) -> Void) {
+        for slot in slots {
+            switch slot {
+            case .open(let connection): close(connection)
+            case .connecting(let future): future.whenSuccess(close)
+            case .idle: break
+            }
+        }
+    }
+
+    // Dropped without shutdown(): the connections are closed all the same.
+    deinit {
+        Self.close(state.withLock { $0.slots }, by: { $0.close() })
+    }
+}

@@ -1,0 +1,562 @@
+import HTTPDNSCore
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+
+/// What can go wrong on an HTTP/2 connection of ``HTTP2ServiceConnection`` besides TLS itself; ``ServiceClient`` turns
+/// each into a `ResolutionError`.
+enum HTTP2TransportError: Error, CustomStringConvertible {
+    /// The connection closed with the request unanswered. `reused` says whether the request went out on a connection
+    /// that had already answered others (which a server may close as idle at any moment).
+    case closed(reused: Bool)
+    /// The server said it did not process the request (a GOAWAY whose last stream is before it, or REFUSED_STREAM):
+    /// it may be sent again.
+    case unprocessed
+    /// The answer was not complete by the request's deadline.
+    case timedOut
+    /// More requests were in flight on the connection than it takes; the request was never sent.
+    case overloaded(limit: Int)
+    /// The server reset the stream.
+    case reset(HTTP2ErrorCode)
+    /// The answer's body was larger than the client reads.
+    case tooLarge(limit: Int)
+    /// The response could not be read as HTTP (no `:status`, say).
+    case malformedResponse(String)
+    /// TLS negotiated no HTTP/2 (ALPN): the server speaks HTTP/1.1 only, or no ALPN at all.
+    case notHTTP2(negotiated: String?)
+    /// The connection closed during the TLS handshake: the peer is not a TLS server, or went away.
+    case closedDuringHandshake
+
+    var description: String {
+        switch self {
+        case .closed: "the connection closed before the answer came"
+        case .unprocessed: "the server did not process the request"
+        case .timedOut: "no answer came in time"
+        case .overloaded(let limit): "\(limit) requests are in flight on the connection already"
+        case .reset(let code): "the server reset the stream (\(code))"
+        case .tooLarge(let limit): "the answer is larger than \(limit) bytes"
+        case .malformedResponse(let reason): "the response could not be read: \(reason)"
+        case .notHTTP2(let negotiated): "TLS negotiated \(negotiated.map { "'\($0)'" } ?? "no application protocol"), not HTTP/2"
+        case .closedDuringHandshake: "the connection closed during the TLS handshake"
+        }
+    }
+}
+
+/// One request of ``HTTP2ServiceConnection``.
+struct HTTP2ServiceRequest: Sendable {
+    var method: HTTPMethod
+    /// `:path`: the endpoint's path and the target.
+    var path: String
+    var authority: String
+    /// Headers besides the pseudo-headers (lower-case names).
+    var headers: [(String, String)]
+    var body: [UInt8]?
+}
+
+/// One answer of ``HTTP2ServiceConnection``: its status and its whole body.
+struct HTTP2ServiceResponse: Sendable {
+    var status: HTTPResponseStatus
+    var body: ByteBuffer
+}
+
+/// One HTTP/2 connection over TLS to an address of a service, with every request a stream of it and nothing more:
+/// no channel or pipeline per request, and the requests of one tick of the event loop flushed together.
+///
+/// ``connect(to:settings:eventLoopGroup:deadline:)`` succeeds only once TLS is up, ALPN chose `h2`, and the
+/// certificate passed every check: NIOSSL's verification (the chain, and the server name, or without one the address),
+/// then, with a server name, that the certificate holds it as a DNS name (NIOSSL also accepts a certificate whose IP
+/// SAN is the address connected to, whatever name was asked), and the SPKI pins when there are any. No request is
+/// written before that, so a refused certificate never sees one.
+final class HTTP2ServiceConnection: SlotConnection {
+    /// What every connection of one client shares.
+    struct Settings: Sendable {
+        /// TLS with ALPN offering `h2` first.
+        let tls: NIOSSLContext
+        /// The name the certificate must hold and the SNI; nil: the certificate must hold the address.
+        let serverName: String?
+        let pins: Set<SPKIPin>
+        /// The largest body read; a larger one resets its stream and fails its request.
+        let maxAnswerBytes: Int
+        /// Requests in flight at once on one connection; more fail at once. Those beyond the server's
+        /// `SETTINGS_MAX_CONCURRENT_STREAMS` wait inside the HTTP/2 handler for a stream to close.
+        let maxStreams: Int
+        /// How long a connection with nothing in flight stays open.
+        let idleTimeout: TimeAmount
+    }
+
+    let channel: any Channel
+    private let handler: NIOLoopBound<HTTP2RequestHandler>
+    private let closing: ClosingFlag
+
+    private init(channel: any Channel, handler: HTTP2RequestHandler) {
+        self.channel = channel
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+        closing = handler.closing
+    }
+
+    /// Whether requests can still go out on the connection: it is open, and neither closing nor told to go away.
+    var isActive: Bool { channel.isActive && !closing.isSet }
+
+    /// Connects to `endpoint`, TLS, ALPN and every certificate check included, by `deadline`.
+    static func connect(
+        to endpoint: ServiceEndpoint,
+        settings: Settings,
+        eventLoopGroup: any EventLoopGroup,
+        deadline: NIODeadline
+    ) -> EventLoopFuture<HTTP2ServiceConnection> {
+        let eventLoop = eventLoopGroup.next()
+        let address: SocketAddress
+        do {
+            address = try SocketAddress(ipAddress: "\(endpoint.address)", port: endpoint.port)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        let ready = eventLoop.makePromise(of: Void.self)
+        let timeout = max(TimeAmount.nanoseconds(1), deadline - .now())
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: settings.tls, serverHostname: settings.serverName)
+                    try channel.pipeline.syncOperations.addHandlers([tls, HTTP2HandshakeHandler(settings: settings, ready: ready)])
+                }
+            }
+        // The outcome is decided once, on the event loop: connected and checked, failed, or out of time (the
+        // handshake too is bounded by the deadline), whichever comes first.
+        let result = eventLoop.makePromise(of: HTTP2ServiceConnection.self)
+        let state = NIOLoopBoundBox.makeBoxSendingValue((done: false, channel: (any Channel)?.none), eventLoop: eventLoop)
+        let finish: @Sendable (Result<HTTP2ServiceConnection, any Error>) -> Void = { outcome in
+            guard !state.value.done else {
+                if case .success(let connection) = outcome { connection.close() }
+                return
+            }
+            state.value.done = true
+            if case .failure = outcome { state.value.channel?.close(promise: nil) }
+            result.completeWith(outcome)
+        }
+        let timer = eventLoop.scheduleTask(deadline: deadline) { finish(.failure(HTTP2TransportError.timedOut)) }
+        bootstrap.connect(to: address).whenComplete { connected in
+            switch connected {
+            case .failure(let error):
+                // No channel, so no handler to complete it: a promise left pending is a leak NIO stops on.
+                ready.fail(error)
+                finish(.failure(error))
+            case .success(let channel):
+                state.value.channel = channel
+                if state.value.done { channel.close(promise: nil) }
+                ready.futureResult.whenComplete { checked in
+                    finish(
+                        checked.flatMap {
+                            Result {
+                                HTTP2ServiceConnection(channel: channel, handler: try channel.pipeline.syncOperations.handler(type: HTTP2RequestHandler.self))
+                            }
+                        }
+                    )
+                }
+            }
+        }
+        return result.futureResult.always { _ in timer.cancel() }
+    }
+
+    /// Sends `request` on a stream of its own and returns the whole answer, or fails by `deadline`. The returned
+    /// promise may be failed by the caller (a cancelled task): the answer, when it comes, is then dropped.
+    func send(_ request: HTTP2ServiceRequest, deadline: NIODeadline) -> EventLoopPromise<HTTP2ServiceResponse> {
+        let promise = channel.eventLoop.makePromise(of: HTTP2ServiceResponse.self)
+        if channel.eventLoop.inEventLoop {
+            handler.value.submit(request, deadline: deadline, promise: promise)
+        } else {
+            channel.eventLoop.execute { [handler] in handler.value.submit(request, deadline: deadline, promise: promise) }
+        }
+        return promise
+    }
+
+    /// Stops taking requests, and closes once those in flight have ended or at `deadline`, whichever is first.
+    func retire(closingBy deadline: NIODeadline) {
+        channel.eventLoop.execute { [handler] in handler.value.retire(closingBy: deadline) }
+    }
+
+    /// Closes the connection; requests in flight fail.
+    func close() {
+        channel.close(promise: nil)
+    }
+}
+
+/// The connection until TLS is up: then it checks what NIOSSL does not, and on success puts HTTP/2 and the request
+/// handler in its place; a connection that fails is closed, and whatever the peer sent is dropped unread.
+final class HTTP2HandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let settings: HTTP2ServiceConnection.Settings
+    private var ready: EventLoopPromise<Void>?
+
+    init(settings: HTTP2ServiceConnection.Settings, ready: EventLoopPromise<Void>) {
+        self.settings = settings
+        self.ready = ready
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let tls = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = tls, let ready {
+            self.ready = nil
+            do {
+                guard negotiated == "h2" else { throw HTTP2TransportError.notHTTP2(negotiated: negotiated) }
+                try checkCertificate(context: context)
+                let http2 = NIOHTTP2Handler(
+                    mode: .client,
+                    initialSettings: [
+                        HTTP2Setting(parameter: .enablePush, value: 0),
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
+                        HTTP2Setting(parameter: .initialWindowSize, value: HTTP2RequestHandler.streamWindow),
+                        HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
+                    ]
+                )
+                try context.pipeline.syncOperations.addHandler(http2, position: .after(self))
+                try context.pipeline.syncOperations.addHandler(HTTP2RequestHandler(settings: settings), position: .after(http2))
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+                ready.succeed()
+            } catch {
+                ready.fail(error)
+                context.close(promise: nil)
+            }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// What NIOSSL does not check: with a server name, that the certificate holds it as a DNS name; the pins.
+    private func checkCertificate(context: ChannelHandlerContext) throws {
+        guard settings.serverName != nil || !settings.pins.isEmpty else { return }
+        let tls = try context.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
+        try PeerCertificateCheck.verify(tls.peerCertificate, serverName: settings.serverName, pins: settings.pins)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Only before the checks passed, or after they failed: nothing the peer sends then is read.
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // During the handshake: the connection's own failure (a certificate, a peer that is not TLS).
+        if let ready {
+            self.ready = nil
+            ready.fail(error)
+        }
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failReady()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // Removed unchecked (the pipeline torn down): the connect must not wait on a promise no one completes.
+        failReady()
+    }
+
+    private func failReady() {
+        if let ready {
+            self.ready = nil
+            ready.fail(HTTP2TransportError.closedDuringHandshake)
+        }
+    }
+}
+
+/// The requests of one HTTP/2 connection whose checks passed, on its event loop: stream IDs, the frames of each
+/// request, each answer's status and body, deadlines, GOAWAY, the connection's flow-control window and the idle close.
+final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Stream {
+        let promise: EventLoopPromise<HTTP2ServiceResponse>
+        var timeout: Scheduled<Void>?
+        var status: HTTPResponseStatus?
+        var body: ByteBuffer?
+        /// Whether it went out on a connection that had answered before.
+        let reused: Bool
+        /// How many frames the connection had read when the request was written.
+        let framesReadBefore: Int
+    }
+
+    /// Our stream window: every answer the client reads fits, so no stream needs a WINDOW_UPDATE.
+    static let streamWindow = 1 << 17
+    /// The connection window, raised at the start and topped up once half is used.
+    static let connectionWindow = 1 << 24
+
+    private let settings: HTTP2ServiceConnection.Settings
+    private var context: ChannelHandlerContext?
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    private var nextStreamID = HTTP2StreamID(1)
+    private var answered = 0
+    /// Every frame read: a sign the server is still there.
+    private var framesRead = 0
+    /// Bytes of DATA read since the connection window was last topped up.
+    private var windowUsed = 0
+    private var idleClose: Scheduled<Void>?
+    private var flushScheduled = false
+    /// Whether the connection closes once nothing is in flight (a GOAWAY, a network change).
+    private var draining = false
+    /// Whether the connection takes no more requests; shared with ``HTTP2ServiceConnection/isActive``.
+    let closing = ClosingFlag()
+    private var closed: Bool {
+        get { closing.isSet }
+        set { if newValue { closing.set() } }
+    }
+
+    init(settings: HTTP2ServiceConnection.Settings) {
+        self.settings = settings
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        // HTTP/2, just before this handler, has written its preface: the connection window goes up at once.
+        let raise = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535))
+        context.writeAndFlush(wrapOutboundOut(raise), promise: nil)
+        scheduleIdleClose()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? StreamClosedEvent, let reason = event.reason, let stream = streams.removeValue(forKey: event.streamID) {
+            // Reset by either side for a stream error (the frame, when the peer sent one, comes as well).
+            stream.timeout?.cancel()
+            stream.promise.fail(reason == .refusedStream ? HTTP2TransportError.unprocessed : HTTP2TransportError.reset(reason))
+            streamEnded()
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func submit(_ request: HTTP2ServiceRequest, deadline: NIODeadline, promise: EventLoopPromise<HTTP2ServiceResponse>) {
+        guard !closed, let context, context.channel.isActive else {
+            promise.fail(HTTP2TransportError.closed(reused: answered > 0))
+            return
+        }
+        guard streams.count < settings.maxStreams else {
+            promise.fail(HTTP2TransportError.overloaded(limit: settings.maxStreams))
+            return
+        }
+        let id = nextStreamID
+        guard id < HTTP2StreamID.maxID.advanced(by: -2) else {
+            // Stream IDs are used up (after a billion requests): this connection ends, the request goes on a new one.
+            closed = true
+            draining = true
+            closeIfDrained()
+            promise.fail(HTTP2TransportError.unprocessed)
+            return
+        }
+        nextStreamID = id.advanced(by: 2)
+        idleClose?.cancel()
+        idleClose = nil
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(4 + request.headers.count + (request.body == nil ? 0 : 1))
+        headers.add(name: ":method", value: request.method.rawValue)
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: request.authority)
+        headers.add(name: ":path", value: request.path)
+        for (name, value) in request.headers { headers.add(name: name, value: value) }
+        if let body = request.body { headers.add(name: "content-length", value: String(body.count)) }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.timedOut(id) }
+        streams[id] = Stream(promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
+        // A write the HTTP/2 handler refuses fails its request now rather than at its deadline.
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { error in bound.value.fail(id, error) }
+        let headersFrame = HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: request.body == nil)))
+        if let body = request.body {
+            context.write(wrapOutboundOut(headersFrame), promise: nil)
+            let data = HTTP2Frame.FramePayload.Data(data: .byteBuffer(context.channel.allocator.buffer(bytes: body)), endStream: true)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(data))), promise: written)
+        } else {
+            context.write(wrapOutboundOut(headersFrame), promise: written)
+        }
+        scheduleFlush(context: context)
+    }
+
+    /// Every write of this tick of the event loop is flushed once at its end: one TLS record and one system call for a
+    /// burst, not one each.
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let handler = bound.value
+            handler.flushScheduled = false
+            handler.context?.flush()
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        framesRead += 1
+        switch frame.payload {
+        case .headers(let headers):
+            guard var stream = streams[frame.streamID] else { return }
+            if stream.status == nil {
+                guard let text = headers.headers.first(name: ":status"), let code = Int(text) else {
+                    fail(frame.streamID, HTTP2TransportError.malformedResponse("no :status"), reset: .protocolError)
+                    return
+                }
+                // 1xx: an interim answer; the real one follows.
+                if code >= 200 { stream.status = HTTPResponseStatus(statusCode: code) }
+                streams[frame.streamID] = stream
+            }
+            if headers.endStream { finish(frame.streamID) }
+        case .data(let data):
+            windowUsed += data.data.readableBytes + (data.paddingBytes ?? 0)
+            if windowUsed >= Self.connectionWindow / 2 {
+                let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: windowUsed))
+                windowUsed = 0
+                context.write(wrapOutboundOut(update), promise: nil)
+                scheduleFlush(context: context)
+            }
+            guard var stream = streams[frame.streamID], case .byteBuffer(var bytes) = data.data else { return }
+            guard stream.status != nil else {
+                fail(frame.streamID, HTTP2TransportError.malformedResponse("DATA before the response's HEADERS"), reset: .protocolError)
+                return
+            }
+            guard (stream.body?.readableBytes ?? 0) + bytes.readableBytes <= settings.maxAnswerBytes else {
+                fail(frame.streamID, HTTP2TransportError.tooLarge(limit: settings.maxAnswerBytes), reset: .cancel)
+                return
+            }
+            if stream.body == nil {
+                stream.body = bytes
+            } else {
+                stream.body!.writeBuffer(&bytes)
+            }
+            streams[frame.streamID] = stream
+            if data.endStream { finish(frame.streamID) }
+        case .rstStream(let code):
+            guard let stream = streams.removeValue(forKey: frame.streamID) else { return }
+            stream.timeout?.cancel()
+            stream.promise.fail(code == .refusedStream ? HTTP2TransportError.unprocessed : HTTP2TransportError.reset(code))
+            streamEnded()
+        case .goAway(let lastStreamID, _, _):
+            // Streams after the last one the server took were never processed: they may go again, on a new connection.
+            closed = true
+            draining = true
+            for id in streams.keys where id > lastStreamID {
+                guard let stream = streams.removeValue(forKey: id) else { continue }
+                stream.timeout?.cancel()
+                stream.promise.fail(HTTP2TransportError.unprocessed)
+            }
+            closeIfDrained()
+        default:
+            break
+        }
+    }
+
+    private func finish(_ id: HTTP2StreamID) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.timeout?.cancel()
+        guard let status = stream.status else {
+            stream.promise.fail(HTTP2TransportError.malformedResponse("the stream ended with no final status"))
+            streamEnded()
+            return
+        }
+        answered += 1
+        stream.promise.succeed(HTTP2ServiceResponse(status: status, body: stream.body ?? ByteBuffer()))
+        streamEnded()
+    }
+
+    /// Fails the request of stream `id`, resetting the stream when `reset` says with what.
+    private func fail(_ id: HTTP2StreamID, _ error: any Error, reset: HTTP2ErrorCode? = nil) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        stream.timeout?.cancel()
+        if let reset, let context, context.channel.isActive {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(reset))), promise: nil)
+            scheduleFlush(context: context)
+        }
+        stream.promise.fail(error)
+        streamEnded()
+    }
+
+    private func timedOut(_ id: HTTP2StreamID) {
+        guard let stream = streams[id] else { return }
+        // Nothing at all read since the request went out: the server (or the path to it) is gone, though TCP may not
+        // know for many minutes. The connection is given up, so that the next request opens a new one instead of
+        // waiting out its deadline on this one.
+        if framesRead == stream.framesReadBefore {
+            closed = true
+            streams[id] = nil
+            context?.close(promise: nil)
+            stream.promise.fail(HTTP2TransportError.timedOut)
+            return
+        }
+        fail(id, HTTP2TransportError.timedOut, reset: .cancel)
+    }
+
+    private func streamEnded() {
+        closeIfDrained()
+        scheduleIdleClose()
+    }
+
+    /// Takes no more requests, and closes once those in flight have ended or at `deadline`.
+    func retire(closingBy deadline: NIODeadline) {
+        closed = true
+        draining = true
+        closeIfDrained()
+        guard let context, context.channel.isActive else { return }
+        context.eventLoop.scheduleTask(deadline: deadline) { [channel = context.channel] in channel.close(promise: nil) }
+    }
+
+    private func closeIfDrained() {
+        if draining, streams.isEmpty { context?.close(promise: nil) }
+    }
+
+    /// With nothing in flight, the connection closes after the idle timeout.
+    private func scheduleIdleClose() {
+        guard streams.isEmpty, idleClose == nil, !closed, let context else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleClose = context.eventLoop.scheduleTask(in: settings.idleTimeout) {
+            let handler = bound.value
+            handler.idleClose = nil
+            guard handler.streams.isEmpty else { return }
+            handler.closed = true
+            handler.context?.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? NIOHTTP2Errors.StreamError {
+            // One stream broke the protocol; the HTTP/2 handler has reset it. The connection goes on.
+            fail(error.streamID, HTTP2TransportError.malformedResponse("\(error.baseError)"))
+            return
+        }
+        // Anything else is the connection ending (a protocol error, TLS's unclean shutdown, a reset): the close fails
+        // what is in flight as closed.
+        closed = true
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        idleClose?.cancel()
+        idleClose = nil
+        let open = streams
+        streams = [:]
+        for stream in open.values {
+            stream.timeout?.cancel()
+            stream.promise.fail(HTTP2TransportError.closed(reused: stream.reused))
+        }
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // The pipeline is torn down: nothing may be left waiting on a promise no one will complete.
+        closed = true
+        failAll(HTTP2TransportError.closed(reused: answered > 0))
+        self.context = nil
+    }
+
+    private func failAll(_ error: any Error) {
+        let open = streams
+        streams = [:]
+        for stream in open.values {
+            stream.timeout?.cancel()
+            stream.promise.fail(error)
+        }
+    }
+}
