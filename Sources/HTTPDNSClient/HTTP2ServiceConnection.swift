@@ -273,7 +273,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private struct Stream {
         let promise: EventLoopPromise<HTTP2ServiceResponse>
-        var timeout: Scheduled<Void>?
+        let timeout: Scheduled<Void>
         var status: HTTPResponseStatus?
         var body: ByteBuffer?
         /// Whether it went out on a connection that had answered before.
@@ -322,7 +322,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? StreamClosedEvent, let reason = event.reason, let stream = streams.removeValue(forKey: event.streamID) {
             // Reset by either side for a stream error (the frame, when the peer sent one, comes as well).
-            stream.timeout?.cancel()
+            stream.timeout.cancel()
             stream.promise.fail(reason == .refusedStream ? HTTP2TransportError.unprocessed : HTTP2TransportError.reset(reason))
             streamEnded()
         }
@@ -361,16 +361,13 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.timedOut(id) }
         streams[id] = Stream(promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
-        // A write the HTTP/2 handler refuses fails its request now rather than at its deadline.
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenFailure { error in bound.value.fail(id, error) }
+        // A frame the HTTP/2 handler refuses comes back through errorCaught: a stream error fails its request, a
+        // connection error the connection.
         let headersFrame = HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: request.body == nil)))
+        context.write(wrapOutboundOut(headersFrame), promise: nil)
         if let body = request.body {
-            context.write(wrapOutboundOut(headersFrame), promise: nil)
             let data = HTTP2Frame.FramePayload.Data(data: .byteBuffer(context.channel.allocator.buffer(bytes: body)), endStream: true)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(data))), promise: written)
-        } else {
-            context.write(wrapOutboundOut(headersFrame), promise: written)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(data))), promise: nil)
         }
         scheduleFlush(context: context)
     }
@@ -430,7 +427,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             if data.endStream { finish(frame.streamID) }
         case .rstStream(let code):
             guard let stream = streams.removeValue(forKey: frame.streamID) else { return }
-            stream.timeout?.cancel()
+            stream.timeout.cancel()
             stream.promise.fail(code == .refusedStream ? HTTP2TransportError.unprocessed : HTTP2TransportError.reset(code))
             streamEnded()
         case .goAway(let lastStreamID, _, _):
@@ -439,7 +436,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             draining = true
             for id in streams.keys where id > lastStreamID {
                 guard let stream = streams.removeValue(forKey: id) else { continue }
-                stream.timeout?.cancel()
+                stream.timeout.cancel()
                 stream.promise.fail(HTTP2TransportError.unprocessed)
             }
             closeIfDrained()
@@ -450,7 +447,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private func finish(_ id: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        stream.timeout?.cancel()
+        stream.timeout.cancel()
         guard let status = stream.status else {
             stream.promise.fail(HTTP2TransportError.malformedResponse("the stream ended with no final status"))
             streamEnded()
@@ -464,7 +461,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// Fails the request of stream `id`, resetting the stream when `reset` says with what.
     private func fail(_ id: HTTP2StreamID, _ error: any Error, reset: HTTP2ErrorCode? = nil) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        stream.timeout?.cancel()
+        stream.timeout.cancel()
         if let reset, let context, context.channel.isActive {
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(reset))), promise: nil)
             scheduleFlush(context: context)
@@ -538,7 +535,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let open = streams
         streams = [:]
         for stream in open.values {
-            stream.timeout?.cancel()
+            stream.timeout.cancel()
             stream.promise.fail(HTTP2TransportError.closed(reused: stream.reused))
         }
         context.fireChannelInactive()
@@ -555,7 +552,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let open = streams
         streams = [:]
         for stream in open.values {
-            stream.timeout?.cancel()
+            stream.timeout.cancel()
             stream.promise.fail(error)
         }
     }
