@@ -2,6 +2,7 @@
 # The client side against one local dnsmasq, in one run (docs/PERFORMANCE.md):
 #   - cold lookups through the HTTPDNS clients (native API and DoH, kept-alive, to `httpdns serve` over TLS, whose
 #     cache is cold too) against c-ares straight to the service's own upstream;
+#   - h2load's misses from the same service (names of its own), the ceiling any client meets there;
 #   - pre-resolution of NAMES names through HostResolver: /resolve batches, /d, DoH (time and HTTP requests);
 #   - cached lookups through HostResolver against ResolverCache hits.
 # Usage: scripts/bench-client.sh [NAMES_PER_ROUND] [IN_FLIGHT] [PRERESOLVE_NAMES]
@@ -64,6 +65,17 @@ port=$(sed -n 's/.*port=\([0-9]*\).*listening.*/\1/p' "$work/serve.log" | head -
 echo "== cold lookups: HTTPDNS clients against c-ares, one upstream (dnsmasq at 127.0.0.78:$dns_port)"
 "$bench" client --dns "127.0.0.78:$dns_port" --server "https://127.0.0.1:$port" --cacert "$work/cert.pem" \
   --names-file "$work/cold.txt" --names "$per_round" --rounds "$rounds" --concurrency "$inflight"
+# What a client written in C gets from the same service: h2load asking for misses of names of its own (one
+# connection, IN_FLIGHT streams), three times. The service's miss path bounds every client's ratio from below.
+if command -v h2load >/dev/null; then
+  echo "== h2load: /d misses from the same service, $per_round names, one connection, $inflight streams"
+  for round in 1 2 3; do
+    python3 -c "import sys; sys.stdout.writelines(f'https://127.0.0.1:$port/d?host=h$round-{i}.bench.test&query=4\\n' for i in range($per_round))" >"$work/h2load-$round.txt"
+    h2load -n "$per_round" -c 1 -m "$inflight" -i "$work/h2load-$round.txt" 2>&1 | grep -E '^finished in' | sed 's/^/  /'
+  done
+else
+  echo "== h2load is missing (scripts/install-deps.sh --bench): no ceiling for the service's misses"
+fi
 echo "== pre-resolution"
 "$bench" preresolve --server "https://127.0.0.1:$port" --cacert "$work/cert.pem" --names-file "$work/pre.txt" --names "$preresolve"
 echo "== cached lookups through the policy"
