@@ -41,7 +41,14 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
 
     private struct State {
         var slots: [Slot]
+        /// Connections no longer in a slot that may still be open (replaced while they finish their requests, or
+        /// retired by ``closeAll(by:)``), until their channel closes: ``shutdown()`` closes them too.
+        var leaving: [ObjectIdentifier: Connection] = [:]
         var shutDown = false
+
+        mutating func leave(_ connection: Connection) {
+            leaving[ObjectIdentifier(connection)] = connection
+        }
         /// Connections begun, for tests.
         var opened = 0
     }
@@ -61,20 +68,27 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
             return connection
         }
         if let open { return open }
-        let (pending, isNew): (EventLoopFuture<Connection>?, Bool) = state.withLock { state in
-            guard !state.shutDown else { return (nil, false) }
+        let (pending, isNew, replaced): (EventLoopFuture<Connection>?, Bool, Connection?) = state.withLock { state in
+            guard !state.shutDown else { return (nil, false, nil) }
+            var replaced: Connection?
             switch state.slots[index] {
             case .open(let connection) where connection.isActive:
-                return (connection.channel.eventLoop.makeSucceededFuture(connection), false)
+                return (connection.channel.eventLoop.makeSucceededFuture(connection), false, nil)
             case .connecting(let future):
-                return (future, false)
-            case .idle, .open:
-                let future = connect()
-                state.slots[index] = .connecting(future)
-                state.opened += 1
-                return (future, true)
+                return (future, false, nil)
+            case .open(let old):
+                // Not active any more (told to go away, say), though it may still finish requests of its own.
+                state.leave(old)
+                replaced = old
+            case .idle:
+                break
             }
+            let future = connect()
+            state.slots[index] = .connecting(future)
+            state.opened += 1
+            return (future, true, replaced)
         }
+        if let replaced { watch(replaced) }
         guard let pending else { throw ConnectionSlotsError.shutDown }
         // Outside the lock: on an event loop, a future already complete runs the callback at once.
         if isNew {
@@ -87,14 +101,22 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
     /// `future`'s connection, or ``ConnectionSlotsError/timedOut`` at `deadline`, whichever comes first.
     private static func wait(for future: EventLoopFuture<Connection>, until deadline: NIODeadline) async throws -> Connection {
         let once = OnceFlag()
-        return try await withCheckedThrowingContinuation { continuation in
-            let timer = future.eventLoop.scheduleTask(deadline: deadline) {
-                if once.take() { continuation.resume(throwing: ConnectionSlotsError.timedOut) }
+        let resumed = Mutex<CheckedContinuation<Connection, any Error>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                resumed.withLock { $0 = continuation }
+                let timer = future.eventLoop.scheduleTask(deadline: deadline) {
+                    if once.take() { continuation.resume(throwing: ConnectionSlotsError.timedOut) }
+                }
+                future.whenComplete { result in
+                    timer.cancel()
+                    if once.take() { continuation.resume(with: result) }
+                }
+                if Task.isCancelled, once.take() { continuation.resume(throwing: CancellationError()) }
             }
-            future.whenComplete { result in
-                timer.cancel()
-                if once.take() { continuation.resume(with: result) }
-            }
+        } onCancel: {
+            // The connection goes on for the requests that wait for it; this one stops waiting.
+            if let continuation = resumed.withLock({ $0 }), once.take() { continuation.resume(throwing: CancellationError()) }
         }
     }
 
@@ -138,27 +160,42 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
         connection.close()
     }
 
+    /// Takes a leaving connection off the list once it has closed (at once when it has already).
+    private func watch(_ connection: Connection) {
+        let id = ObjectIdentifier(connection)
+        connection.channel.closeFuture.whenComplete { [weak self] _ in
+            _ = self?.state.withLock { $0.leaving.removeValue(forKey: id) }
+        }
+    }
+
     /// Closes every connection (by `close`, default at once); the next requests open new ones (from a new network,
     /// say).
     func closeAll(by close: @escaping @Sendable (Connection) -> Void = { $0.close() }) {
         let old = state.withLock { state in
+            for case .open(let connection) in state.slots { state.leave(connection) }
             defer { state.slots = state.slots.map { _ in .idle } }
             return state.slots
         }
+        for case .open(let connection) in old { watch(connection) }
         Self.close(old, by: close)
     }
 
     /// Closes every connection and takes no more requests; returns once the open ones are closed.
     func shutdown() async {
-        let old = state.withLock { state in
+        let (old, leaving) = state.withLock { state in
             state.shutDown = true
-            defer { state.slots = state.slots.map { _ in .idle } }
-            return state.slots
+            defer {
+                state.slots = state.slots.map { _ in .idle }
+                state.leaving = [:]
+            }
+            return (state.slots, Array(state.leaving.values))
         }
         Self.close(old, by: { $0.close() })
+        for connection in leaving { connection.close() }
         for slot in old {
             if case .open(let connection) = slot { try? await connection.channel.closeFuture.get() }
         }
+        for connection in leaving { try? await connection.channel.closeFuture.get() }
     }
 
     private static func close(_ slots: [Slot], by close: @escaping @Sendable (Connection) -> Void) {
@@ -173,6 +210,8 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
 
     // Dropped without shutdown(): the connections are closed all the same.
     deinit {
-        Self.close(state.withLock { $0.slots }, by: { $0.close() })
+        let (slots, leaving) = state.withLock { ($0.slots, Array($0.leaving.values)) }
+        Self.close(slots, by: { $0.close() })
+        for connection in leaving { connection.close() }
     }
 }

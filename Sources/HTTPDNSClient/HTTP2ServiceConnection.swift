@@ -205,17 +205,9 @@ final class HTTP2HandshakeHandler: ChannelInboundHandler, RemovableChannelHandle
             do {
                 guard negotiated == "h2" else { throw HTTP2TransportError.notHTTP2(negotiated: negotiated) }
                 try checkCertificate(context: context)
-                let http2 = NIOHTTP2Handler(
-                    mode: .client,
-                    initialSettings: [
-                        HTTP2Setting(parameter: .enablePush, value: 0),
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
-                        HTTP2Setting(parameter: .initialWindowSize, value: HTTP2RequestHandler.streamWindow),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
-                    ]
-                )
+                let (http2, requests) = HTTP2RequestHandler.handlers(settings: settings)
                 try context.pipeline.syncOperations.addHandler(http2, position: .after(self))
-                try context.pipeline.syncOperations.addHandler(HTTP2RequestHandler(settings: settings), position: .after(http2))
+                try context.pipeline.syncOperations.addHandler(requests, position: .after(http2))
                 context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
                 ready.succeed()
             } catch {
@@ -284,8 +276,24 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     /// Our stream window: every answer the client reads fits, so no stream needs a WINDOW_UPDATE.
     static let streamWindow = 1 << 17
-    /// The connection window, raised at the start and topped up once half is used.
+    /// The connection window, raised at the start and topped up whenever less than half of it is left (DATA the
+    /// HTTP/2 handler drops, for a stream already reset, counts as well).
     static let connectionWindow = 1 << 24
+
+    /// The HTTP/2 handler of a connection whose checks passed, and this handler after it, which it tells of the
+    /// frames it writes.
+    static func handlers(settings: HTTP2ServiceConnection.Settings) -> (NIOHTTP2Handler, HTTP2RequestHandler) {
+        let requests = HTTP2RequestHandler(settings: settings)
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [
+            HTTP2Setting(parameter: .enablePush, value: 0),
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
+            HTTP2Setting(parameter: .initialWindowSize, value: streamWindow),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
+        ]
+        let http2 = NIOHTTP2Handler(mode: .client, frameDelegate: requests, connectionConfiguration: connection, streamConfiguration: .init())
+        return (http2, requests)
+    }
 
     private let settings: HTTP2ServiceConnection.Settings
     private var context: ChannelHandlerContext?
@@ -294,8 +302,10 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var answered = 0
     /// Every frame read: a sign the server is still there.
     private var framesRead = 0
-    /// Bytes of DATA read since the connection window was last topped up.
-    private var windowUsed = 0
+    /// Set when the HTTP/2 handler wrote a GOAWAY: it does so for a connection error only (this handler never sends
+    /// one), so the error it reports next ends the connection; any other error of the HTTP/2 handler is one
+    /// stream's, which it has reset.
+    private var connectionFailed = false
     private var idleClose: Scheduled<Void>?
     private var flushScheduled = false
     /// Whether the connection closes once nothing is in flight (a GOAWAY, a network change).
@@ -320,7 +330,13 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? StreamClosedEvent, let reason = event.reason, let stream = streams.removeValue(forKey: event.streamID) {
+        if let event = event as? NIOHTTP2WindowUpdatedEvent, event.streamID == .rootStream, let left = event.inboundWindowSize,
+            left < Self.connectionWindow / 2, !closed || !streams.isEmpty
+        {
+            let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - left))
+            context.write(wrapOutboundOut(update), promise: nil)
+            scheduleFlush(context: context)
+        } else if let event = event as? StreamClosedEvent, let reason = event.reason, let stream = streams.removeValue(forKey: event.streamID) {
             // Reset by either side for a stream error (the frame, when the peer sent one, comes as well).
             stream.timeout.cancel()
             stream.promise.fail(reason == .refusedStream ? HTTP2TransportError.unprocessed : HTTP2TransportError.reset(reason))
@@ -402,13 +418,6 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             }
             if headers.endStream { finish(frame.streamID) }
         case .data(let data):
-            windowUsed += data.data.readableBytes + (data.paddingBytes ?? 0)
-            if windowUsed >= Self.connectionWindow / 2 {
-                let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: windowUsed))
-                windowUsed = 0
-                context.write(wrapOutboundOut(update), promise: nil)
-                scheduleFlush(context: context)
-            }
             guard var stream = streams[frame.streamID], case .byteBuffer(var bytes) = data.data else { return }
             guard stream.status != nil else {
                 fail(frame.streamID, HTTP2TransportError.malformedResponse("DATA before the response's HEADERS"), reset: .protocolError)
@@ -432,13 +441,21 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             streamEnded()
         case .goAway(let lastStreamID, _, _):
             // Streams after the last one the server took were never processed: they may go again, on a new connection.
+            // Each is reset, so that one still waiting in the HTTP/2 handler for room under the server's stream limit
+            // is dropped there rather than sent once another stream ends (which the handler would take for a new
+            // stream after the GOAWAY, an error of the whole connection).
+            // All are taken off first: a write lets the HTTP/2 handler deliver the events it holds, among them the
+            // close of each of these streams (as cancelled) that the GOAWAY caused.
             closed = true
             draining = true
-            for id in streams.keys where id > lastStreamID {
-                guard let stream = streams.removeValue(forKey: id) else { continue }
+            let unprocessed = streams.filter { $0.key > lastStreamID }.sorted { $0.key < $1.key }
+            for (id, _) in unprocessed { streams[id] = nil }
+            for (id, stream) in unprocessed {
                 stream.timeout.cancel()
+                context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
                 stream.promise.fail(HTTP2TransportError.unprocessed)
             }
+            scheduleFlush(context: context)
             closeIfDrained()
         default:
             break
@@ -518,12 +535,18 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let error = error as? NIOHTTP2Errors.StreamError {
-            // One stream broke the protocol; the HTTP/2 handler has reset it. The connection goes on.
+            // A frame of ours the HTTP/2 handler refused: that stream's request fails, the connection goes on.
             fail(error.streamID, HTTP2TransportError.malformedResponse("\(error.baseError)"))
             return
         }
-        // Anything else is the connection ending (a protocol error, TLS's unclean shutdown, a reset): the close fails
-        // what is in flight as closed.
+        if !connectionFailed, String(reflecting: type(of: error)).hasPrefix("NIOHTTP2.") {
+            // One stream of the server's broke the protocol (a length that does not add up, a forbidden header): the
+            // HTTP/2 handler has reset it, and its request failed with the reset (StreamClosedEvent). The other
+            // streams go on.
+            return
+        }
+        // Anything else ends the connection (a connection error of HTTP/2, TLS's unclean shutdown, a reset): the close
+        // fails what is in flight as closed.
         closed = true
         context.close(promise: nil)
     }
@@ -555,5 +578,11 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             stream.timeout.cancel()
             stream.promise.fail(error)
         }
+    }
+}
+
+extension HTTP2RequestHandler: NIOHTTP2FrameDelegate {
+    func wroteFrame(_ frame: HTTP2Frame) {
+        if case .goAway = frame.payload { connectionFailed = true }
     }
 }

@@ -252,6 +252,8 @@ final class ServiceClient: Sendable {
                     )
                 }
                 return nil
+            } catch is CancellationError where Task.isCancelled {
+                return .failure(.final(ResolutionError(.timeout, "the lookup of \(host) was cancelled")))
             } catch {
                 return .failure(.tryNext(Self.describe(error, endpoint: endpoint, host: host, connecting: true)))
             }

@@ -119,8 +119,10 @@ public final class NginxServer: Sendable {
                         proxy_set_header Accept-Encoding "";
                         add_header X-Seen "sni=$ssl_server_name host=$http_host" always;
                     }
-                    # A JSON DNS answer (Google's format) to any name: 127.0.0.9 for A, ::9 for AAAA, TTL 300.
+                    # A JSON DNS answer (Google's format) to any name: 127.0.0.9 for A, ::9 for AAAA, TTL 300; for a
+                    # name that starts with "large", /large instead.
                     location = /resolve {
+                        if ($arg_name ~ "^large") { rewrite ^ /large last; }
                         default_type application/dns-json;
                         return 200 '{"Status":0,"Question":[{"name":"$arg_name","type":$dnstype}],"Answer":[{"name":"$arg_name","type":$dnstype,"TTL":300,"data":"$dnsdata"}]}';
                     }
