@@ -1,5 +1,7 @@
+import HTTPDNSCore
 import HTTPDNSSynchronization
 import NIOCore
+import NIOPosix
 
 /// A kept-alive connection that ``ConnectionSlots`` holds: one of ``DoTConnection`` and ``HTTP2ServiceConnection``.
 protocol SlotConnection: AnyObject, Sendable {
@@ -7,6 +9,64 @@ protocol SlotConnection: AnyObject, Sendable {
     /// Whether requests can still go out on it.
     var isActive: Bool { get }
     func close()
+}
+
+extension SlotConnection {
+    /// Connects to `address`:`port` by `deadline`, sets the channel's pipeline up with `pipeline`, whose handlers
+    /// complete its promise once TLS is up and every check of the certificate passed (or fail it), and makes the
+    /// connection of the channel with `connection`. The outcome is decided once, on the event loop: connected and
+    /// checked, failed, or out of time (`timedOut`: the handshake too is bounded by the deadline), whichever comes
+    /// first; a channel that lost closes.
+    static func open(
+        to address: IPAddress,
+        port: Int,
+        on eventLoop: any EventLoop,
+        deadline: NIODeadline,
+        timedOut: any Error,
+        pipeline: @escaping @Sendable (any Channel, EventLoopPromise<Void>) throws -> Void,
+        connection: @escaping @Sendable (any Channel) throws -> Self
+    ) -> EventLoopFuture<Self> {
+        let socketAddress: SocketAddress
+        do {
+            socketAddress = try SocketAddress(ipAddress: "\(address)", port: port)
+        } catch {
+            return eventLoop.makeFailedFuture(error)
+        }
+        let ready = eventLoop.makePromise(of: Void.self)
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .connectTimeout(max(TimeAmount.nanoseconds(1), deadline - .now()))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try pipeline(channel, ready) }
+            }
+        let result = eventLoop.makePromise(of: Self.self)
+        let state = NIOLoopBoundBox.makeBoxSendingValue((done: false, channel: (any Channel)?.none), eventLoop: eventLoop)
+        let finish: @Sendable (Result<Self, any Error>) -> Void = { outcome in
+            guard !state.value.done else {
+                if case .success(let connection) = outcome { connection.close() }
+                return
+            }
+            state.value.done = true
+            if case .failure = outcome { state.value.channel?.close(promise: nil) }
+            result.completeWith(outcome)
+        }
+        let timer = eventLoop.scheduleTask(deadline: deadline) { finish(.failure(timedOut)) }
+        bootstrap.connect(to: socketAddress).whenComplete { connected in
+            switch connected {
+            case .failure(let error):
+                // No channel, so no handler to complete it: a promise left pending is a leak NIO stops on.
+                ready.fail(error)
+                finish(.failure(error))
+            case .success(let channel):
+                state.value.channel = channel
+                if state.value.done { channel.close(promise: nil) }
+                ready.futureResult.whenComplete { checked in
+                    finish(checked.flatMap { Result { try connection(channel) } })
+                }
+            }
+        }
+        return result.futureResult.always { _ in timer.cancel() }
+    }
 }
 
 /// Why ``ConnectionSlots`` gave no connection, besides the connect's own error.

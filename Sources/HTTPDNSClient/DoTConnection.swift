@@ -74,60 +74,21 @@ final class DoTConnection: SlotConnection {
         eventLoopGroup: any EventLoopGroup,
         deadline: NIODeadline
     ) -> EventLoopFuture<DoTConnection> {
-        let eventLoop = eventLoopGroup.next()
-        let address: SocketAddress
-        do {
-            address = try SocketAddress(ipAddress: "\(endpoint.address)", port: endpoint.port)
-        } catch {
-            return eventLoop.makeFailedFuture(error)
-        }
-        let ready = eventLoop.makePromise(of: Void.self)
-        let timeout = max(TimeAmount.nanoseconds(1), deadline - .now())
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: settings.tls, serverHostname: settings.serverName)
-                    let handler = DoTQueryHandler(settings: settings, ready: ready)
-                    try channel.pipeline.syncOperations.addHandlers([
-                        tls, ByteToMessageHandler(DNSLengthPrefixDecoder()), handler,
-                    ])
-                }
+        open(
+            to: endpoint.address,
+            port: endpoint.port,
+            on: eventLoopGroup.next(),
+            deadline: deadline,
+            timedOut: DoTTransportError.timedOut,
+            pipeline: { channel, ready in
+                let tls = try NIOSSLClientHandler(context: settings.tls, serverHostname: settings.serverName)
+                let handler = DoTQueryHandler(settings: settings, ready: ready)
+                try channel.pipeline.syncOperations.addHandlers([tls, ByteToMessageHandler(DNSLengthPrefixDecoder()), handler])
+            },
+            connection: { channel in
+                DoTConnection(channel: channel, handler: try channel.pipeline.syncOperations.handler(type: DoTQueryHandler.self))
             }
-        // The outcome is decided once, on the event loop: connected and checked, failed, or out of time (the
-        // handshake too is bounded by the deadline), whichever comes first.
-        let result = eventLoop.makePromise(of: DoTConnection.self)
-        let state = NIOLoopBoundBox.makeBoxSendingValue((done: false, channel: (any Channel)?.none), eventLoop: eventLoop)
-        let finish: @Sendable (Result<DoTConnection, any Error>) -> Void = { outcome in
-            guard !state.value.done else {
-                if case .success(let connection) = outcome { connection.close() }
-                return
-            }
-            state.value.done = true
-            if case .failure = outcome { state.value.channel?.close(promise: nil) }
-            result.completeWith(outcome)
-        }
-        let timer = eventLoop.scheduleTask(deadline: deadline) { finish(.failure(DoTTransportError.timedOut)) }
-        bootstrap.connect(to: address).whenComplete { connected in
-            switch connected {
-            case .failure(let error):
-                // No channel, so no handler to complete it: a promise left pending is a leak NIO stops on.
-                ready.fail(error)
-                finish(.failure(error))
-            case .success(let channel):
-                state.value.channel = channel
-                if state.value.done { channel.close(promise: nil) }
-                ready.futureResult.whenComplete { checked in
-                    finish(
-                        checked.flatMap {
-                            Result { DoTConnection(channel: channel, handler: try channel.pipeline.syncOperations.handler(type: DoTQueryHandler.self)) }
-                        }
-                    )
-                }
-            }
-        }
-        return result.futureResult.always { _ in timer.cancel() }
+        )
     }
 
     /// Sends `query` (a whole DNS message) and returns the answer, whose ID is `query`'s own (the connection gives each

@@ -108,59 +108,20 @@ final class HTTP2ServiceConnection: SlotConnection {
         eventLoopGroup: any EventLoopGroup,
         deadline: NIODeadline
     ) -> EventLoopFuture<HTTP2ServiceConnection> {
-        let eventLoop = eventLoopGroup.next()
-        let address: SocketAddress
-        do {
-            address = try SocketAddress(ipAddress: "\(endpoint.address)", port: endpoint.port)
-        } catch {
-            return eventLoop.makeFailedFuture(error)
-        }
-        let ready = eventLoop.makePromise(of: Void.self)
-        let timeout = max(TimeAmount.nanoseconds(1), deadline - .now())
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: settings.tls, serverHostname: settings.serverName)
-                    try channel.pipeline.syncOperations.addHandlers([tls, HTTP2HandshakeHandler(settings: settings, ready: ready)])
-                }
+        open(
+            to: endpoint.address,
+            port: endpoint.port,
+            on: eventLoopGroup.next(),
+            deadline: deadline,
+            timedOut: HTTP2TransportError.timedOut,
+            pipeline: { channel, ready in
+                let tls = try NIOSSLClientHandler(context: settings.tls, serverHostname: settings.serverName)
+                try channel.pipeline.syncOperations.addHandlers([tls, HTTP2HandshakeHandler(settings: settings, ready: ready)])
+            },
+            connection: { channel in
+                HTTP2ServiceConnection(channel: channel, handler: try channel.pipeline.syncOperations.handler(type: HTTP2RequestHandler.self))
             }
-        // The outcome is decided once, on the event loop: connected and checked, failed, or out of time (the
-        // handshake too is bounded by the deadline), whichever comes first.
-        let result = eventLoop.makePromise(of: HTTP2ServiceConnection.self)
-        let state = NIOLoopBoundBox.makeBoxSendingValue((done: false, channel: (any Channel)?.none), eventLoop: eventLoop)
-        let finish: @Sendable (Result<HTTP2ServiceConnection, any Error>) -> Void = { outcome in
-            guard !state.value.done else {
-                if case .success(let connection) = outcome { connection.close() }
-                return
-            }
-            state.value.done = true
-            if case .failure = outcome { state.value.channel?.close(promise: nil) }
-            result.completeWith(outcome)
-        }
-        let timer = eventLoop.scheduleTask(deadline: deadline) { finish(.failure(HTTP2TransportError.timedOut)) }
-        bootstrap.connect(to: address).whenComplete { connected in
-            switch connected {
-            case .failure(let error):
-                // No channel, so no handler to complete it: a promise left pending is a leak NIO stops on.
-                ready.fail(error)
-                finish(.failure(error))
-            case .success(let channel):
-                state.value.channel = channel
-                if state.value.done { channel.close(promise: nil) }
-                ready.futureResult.whenComplete { checked in
-                    finish(
-                        checked.flatMap {
-                            Result {
-                                HTTP2ServiceConnection(channel: channel, handler: try channel.pipeline.syncOperations.handler(type: HTTP2RequestHandler.self))
-                            }
-                        }
-                    )
-                }
-            }
-        }
-        return result.futureResult.always { _ in timer.cancel() }
+        )
     }
 
     /// Sends `request` on a stream of its own and returns the whole answer, or fails by `deadline`. The returned
