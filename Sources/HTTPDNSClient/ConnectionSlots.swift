@@ -105,12 +105,12 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
         /// retired by ``closeAll(by:)``), until their channel closes: ``shutdown()`` closes them too.
         var leaving: [ObjectIdentifier: Connection] = [:]
         var shutDown = false
+        /// Connections begun, for tests.
+        var opened = 0
 
         mutating func leave(_ connection: Connection) {
             leaving[ObjectIdentifier(connection)] = connection
         }
-        /// Connections begun, for tests.
-        var opened = 0
     }
 
     private let state: Mutex<State>
