@@ -233,6 +233,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let reused: Bool
         /// How many frames the connection had read when the request was written.
         let framesReadBefore: Int
+        /// Whether its HEADERS went out. Until then the HTTP/2 handler holds them back, while the server's stream limit
+        /// is reached or the channel is not writable, and the server has not seen the stream.
+        var opened = false
     }
 
     /// Our stream window: every answer the client reads fits, so no stream needs a WINDOW_UPDATE.
@@ -269,6 +272,10 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var connectionFailed = false
     private var idleClose: Scheduled<Void>?
     private var flushScheduled = false
+    /// Set while a WINDOW_UPDATE of the connection is written but not yet sent (the HTTP/2 handler holds control frames
+    /// back while the channel is not writable): until it is, the window it reports does not count it, and another
+    /// top-up would give the same room twice.
+    private var windowUpdatePending = false
     /// Whether the connection closes once nothing is in flight (a GOAWAY, a network change).
     private var draining = false
     /// Whether the connection takes no more requests; shared with ``HTTP2ServiceConnection/isActive``.
@@ -292,8 +299,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? NIOHTTP2WindowUpdatedEvent, event.streamID == .rootStream, let left = event.inboundWindowSize,
-            left < Self.connectionWindow / 2, !closed || !streams.isEmpty
+            left < Self.connectionWindow / 2, !windowUpdatePending, !closed || !streams.isEmpty
         {
+            windowUpdatePending = true
             let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - left))
             context.write(wrapOutboundOut(update), promise: nil)
             scheduleFlush(context: context)
@@ -338,8 +346,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.timedOut(id) }
         streams[id] = Stream(promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
-        // A frame the HTTP/2 handler refuses comes back through errorCaught: a stream error fails its request, a
-        // connection error the connection.
+        // A frame the HTTP/2 handler refuses as a stream error comes back through errorCaught and fails its request; a
+        // connection error closes the connection. (Frames it drops for a stream already closed, as the body after
+        // HEADERS it refused, fail only their write promise, and there is none.)
         let headersFrame = HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: request.body == nil)))
         context.write(wrapOutboundOut(headersFrame), promise: nil)
         if let body = request.body {
@@ -407,9 +416,11 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             // stream after the GOAWAY, an error of the whole connection).
             // All are taken off first: a write lets the HTTP/2 handler deliver the events it holds, among them the
             // close of each of these streams (as cancelled) that the GOAWAY caused.
+            // A stream whose HEADERS the HTTP/2 handler still holds back is unprocessed too, whatever the last stream
+            // says: the server never saw it, and the handler may no longer open it.
             closed = true
             draining = true
-            let unprocessed = streams.filter { $0.key > lastStreamID }.sorted { $0.key < $1.key }
+            let unprocessed = streams.filter { $0.key > lastStreamID || !$0.value.opened }.sorted { $0.key < $1.key }
             for (id, _) in unprocessed { streams[id] = nil }
             for (id, stream) in unprocessed {
                 stream.timeout.cancel()
@@ -500,7 +511,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             fail(error.streamID, HTTP2TransportError.malformedResponse("\(error.baseError)"))
             return
         }
-        if !connectionFailed, String(reflecting: type(of: error)).hasPrefix("NIOHTTP2.") {
+        if !connectionFailed, !Self.isOutboundConnectionError(error), String(reflecting: type(of: error)).hasPrefix("NIOHTTP2.") {
             // One stream of the server's broke the protocol (a length that does not add up, a forbidden header): the
             // HTTP/2 handler has reset it, and its request failed with the reset (StreamClosedEvent). The other
             // streams go on.
@@ -510,6 +521,14 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         // fails what is in flight as closed.
         closed = true
         context.close(promise: nil)
+    }
+
+    /// The errors with which the HTTP/2 handler refuses a frame of ours as an error of the whole connection: it writes
+    /// no GOAWAY for them, so they must be told apart from a stream of the server's that broke the protocol.
+    private static func isOutboundConnectionError(_ error: any Error) -> Bool {
+        error is NIOHTTP2Errors.CreatedStreamAfterGoaway || error is NIOHTTP2Errors.IOOnClosedConnection
+            || error is NIOHTTP2Errors.MissingPreface || error is NIOHTTP2Errors.UnableToSerializeFrame
+            || error is NIOHTTP2Errors.NoSuchStream
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -544,6 +563,15 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
 extension HTTP2RequestHandler: NIOHTTP2FrameDelegate {
     func wroteFrame(_ frame: HTTP2Frame) {
-        if case .goAway = frame.payload { connectionFailed = true }
+        switch frame.payload {
+        case .headers:
+            streams[frame.streamID]?.opened = true
+        case .windowUpdate where frame.streamID == .rootStream:
+            windowUpdatePending = false
+        case .goAway:
+            connectionFailed = true
+        default:
+            break
+        }
     }
 }

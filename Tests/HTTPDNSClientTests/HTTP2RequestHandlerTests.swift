@@ -20,8 +20,19 @@ struct HTTP2RequestHandlerTests {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) { frames.append(unwrapInboundIn(data)) }
     }
 
+    /// The errors the client's HTTP/2 handler reports, on their way to the request handler.
+    final class ClientErrors: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame
+        var errors: [any Error] = []
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            errors.append(error)
+            context.fireErrorCaught(error)
+        }
+    }
+
     struct Pair {
         let client: EmbeddedChannel
+        let clientErrors = ClientErrors()
         let server: EmbeddedChannel
         let handler: HTTP2RequestHandler
         let serverFrames: ServerFrames
@@ -35,6 +46,7 @@ struct HTTP2RequestHandlerTests {
             try client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
             let (http2, requests) = HTTP2RequestHandler.handlers(settings: settings)
             try client.pipeline.syncOperations.addHandler(http2)
+            try client.pipeline.syncOperations.addHandler(clientErrors)
             try client.pipeline.syncOperations.addHandler(requests)
             handler = requests
             server = EmbeddedChannel()
@@ -87,6 +99,13 @@ struct HTTP2RequestHandlerTests {
             server.write(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: body == nil && end))), promise: nil)
             if let body { server.write(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(body), endStream: end))), promise: nil) }
             server.flush()
+        }
+
+        /// How many WINDOW_UPDATEs of the connection the server read.
+        var connectionWindowUpdates: Int {
+            serverFrames.frames.filter { frame in
+                if case .windowUpdate = frame.payload { frame.streamID == .rootStream } else { false }
+            }.count
         }
 
         /// The IDs of the streams whose HEADERS the server read.
@@ -159,10 +178,45 @@ struct HTTP2RequestHandlerTests {
         #expect(pair.client.isActive)
     }
 
+    /// While the channel is not writable, the HTTP/2 handler holds back the WINDOW_UPDATE that tops up the connection's
+    /// window, and goes on reporting the window without it: one top-up is sent once the channel can write, not one for
+    /// each DATA frame read meanwhile (which would give the server the same room many times over).
+    @Test func theConnectionWindowIsToppedUpOnceWhileTheChannelCannotWrite() throws {
+        let pair = try Pair()
+        let requests = (0..<100).map { _ in pair.request() }
+        try pair.pump()
+        #expect(pair.streamsOpened.count == 100)
+        let before = pair.connectionWindowUpdates
+        pair.client.isWritable = false
+        pair.client.pipeline.fireChannelWritabilityChanged()
+        // 128 KiB on each stream, 12.5 MiB in all: the window falls below half of its 16 MiB a third of the way through.
+        let chunk = ByteBuffer(repeating: 0, count: 16 * 1024)
+        for index in 0..<100 {
+            let id = HTTP2StreamID(1 + 2 * index)
+            pair.server.write(HTTP2Frame(streamID: id, payload: .headers(.init(headers: HPACKHeaders([(":status", "200")])))), promise: nil)
+            for _ in 0..<8 { pair.server.write(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(chunk)))), promise: nil) }
+        }
+        pair.server.flush()
+        try pair.pump()
+        #expect(pair.connectionWindowUpdates == before, "nothing goes out while the channel cannot write")
+        pair.client.isWritable = true
+        pair.client.pipeline.fireChannelWritabilityChanged()
+        try pair.pump()
+        #expect(pair.connectionWindowUpdates == before + 1)
+        for request in requests {
+            guard case .failure(HTTP2TransportError.tooLarge)? = Self.outcome(request) else {
+                Issue.record("\(String(describing: Self.outcome(request)))")
+                return
+            }
+        }
+    }
+
     /// With a server limit of two streams, four requests: two are sent, two wait inside the HTTP/2 handler. A GOAWAY
-    /// whose last stream is 3 fails the waiting two as unprocessed (to be sent again elsewhere), and the server's
-    /// answers to 1 and 3 still arrive; then the connection closes.
-    @Test func aGOAWAYWithRequestsWaitingForRoomKeepsTheStreamsTheServerTook() throws {
+    /// fails the waiting two as unprocessed (to be sent again elsewhere), whether its last stream is 3 or, as a server
+    /// that drains gracefully first sends, the highest possible; the server's answers to 1 and 3 still arrive, the
+    /// HTTP/2 handler reports no error, and then the connection closes.
+    @Test(arguments: [HTTP2StreamID(3), .maxID])
+    func aGOAWAYWithRequestsWaitingForRoomKeepsTheStreamsTheServerTook(lastStreamID: HTTP2StreamID) throws {
         let pair = try Pair(serverMaxStreams: 2)
         let first = pair.request()
         let second = pair.request()
@@ -170,7 +224,7 @@ struct HTTP2RequestHandlerTests {
         let fourth = pair.request()
         try pair.pump()
         #expect(pair.streamsOpened == [1, 3], "the server's limit holds the others back")
-        pair.server.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: 3, errorCode: .noError, opaqueData: nil)), promise: nil)
+        pair.server.writeAndFlush(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil)), promise: nil)
         try pair.pump()
         for waiting in [third, fourth] {
             guard case .failure(HTTP2TransportError.unprocessed)? = Self.outcome(waiting) else {
@@ -186,6 +240,7 @@ struct HTTP2RequestHandlerTests {
         try pair.pump()
         #expect(Self.body(second) == "three")
         #expect(pair.streamsOpened == [1, 3], "the waiting requests never went out")
+        #expect(pair.clientErrors.errors.isEmpty, "\(pair.clientErrors.errors)")
         #expect(!pair.client.isActive, "drained: closed")
     }
 
