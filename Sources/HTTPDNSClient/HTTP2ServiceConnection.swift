@@ -13,8 +13,9 @@ enum HTTP2TransportError: Error, CustomStringConvertible {
     /// The connection closed with the request unanswered. `reused` says whether the request went out on a connection
     /// that had already answered others (which a server may close as idle at any moment).
     case closed(reused: Bool)
-    /// The server said it did not process the request (a GOAWAY whose last stream is before it, or REFUSED_STREAM):
-    /// it may be sent again.
+    /// The server did not process the request: a GOAWAY whose last stream is before it, REFUSED_STREAM, or a
+    /// connection that went away (a GOAWAY, a close) while the HTTP/2 handler still held its HEADERS back. It may be
+    /// sent again.
     case unprocessed
     /// The answer was not complete by the request's deadline.
     case timedOut
@@ -303,7 +304,17 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         {
             windowUpdatePending = true
             let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - left))
-            context.write(wrapOutboundOut(update), promise: nil)
+            // Refused (by the HTTP/2 handler, or a channel already closing), the top-up never comes and the connection
+            // would stall once its window runs out: it closes instead, and what is in flight fails as closed.
+            let written = context.eventLoop.makePromise(of: Void.self)
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            written.futureResult.whenFailure { _ in
+                let handler = bound.value
+                handler.windowUpdatePending = false
+                handler.closed = true
+                handler.context?.close(promise: nil)
+            }
+            context.write(wrapOutboundOut(update), promise: written)
             scheduleFlush(context: context)
         } else if let event = event as? StreamClosedEvent, let reason = event.reason, let stream = streams.removeValue(forKey: event.streamID) {
             // Reset by either side for a stream error (the frame, when the peer sent one, comes as well).
@@ -524,11 +535,15 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     /// The errors with which the HTTP/2 handler refuses a frame of ours as an error of the whole connection: it writes
-    /// no GOAWAY for them, so they must be told apart from a stream of the server's that broke the protocol.
+    /// no GOAWAY for them, so they must be told apart from a stream of the server's that broke the protocol. Errors that
+    /// can be either (a flow-control window, a stream's state) are not here: the one frame of ours they could refuse is
+    /// the connection's top-up, whose write's failure closes the connection itself.
     private static func isOutboundConnectionError(_ error: any Error) -> Bool {
         error is NIOHTTP2Errors.CreatedStreamAfterGoaway || error is NIOHTTP2Errors.IOOnClosedConnection
             || error is NIOHTTP2Errors.MissingPreface || error is NIOHTTP2Errors.UnableToSerializeFrame
-            || error is NIOHTTP2Errors.NoSuchStream
+            || error is NIOHTTP2Errors.NoSuchStream || error is NIOHTTP2Errors.MaxStreamsViolation
+            || error is NIOHTTP2Errors.StreamIDTooSmall || error is NIOHTTP2Errors.InvalidStreamIDForPeer
+            || error is NIOHTTP2Errors.RaisedGoawayLastStreamID
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -539,7 +554,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         streams = [:]
         for stream in open.values {
             stream.timeout.cancel()
-            stream.promise.fail(HTTP2TransportError.closed(reused: stream.reused))
+            stream.promise.fail(Self.closedError(stream))
         }
         context.fireChannelInactive()
     }
@@ -547,17 +562,20 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     func handlerRemoved(context: ChannelHandlerContext) {
         // The pipeline is torn down: nothing may be left waiting on a promise no one will complete.
         closed = true
-        failAll(HTTP2TransportError.closed(reused: answered > 0))
-        self.context = nil
-    }
-
-    private func failAll(_ error: any Error) {
         let open = streams
         streams = [:]
         for stream in open.values {
             stream.timeout.cancel()
-            stream.promise.fail(error)
+            stream.promise.fail(Self.closedError(stream))
         }
+        self.context = nil
+    }
+
+    /// How a stream still open when the connection goes fails: one whose HEADERS never left (the HTTP/2 handler held
+    /// them back, at the server's stream limit or while the channel could not write) reached no server and may be sent
+    /// again; one that was sent may have been processed.
+    private static func closedError(_ stream: Stream) -> HTTP2TransportError {
+        stream.opened ? .closed(reused: stream.reused) : .unprocessed
     }
 }
 

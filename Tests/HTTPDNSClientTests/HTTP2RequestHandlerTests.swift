@@ -244,6 +244,29 @@ struct HTTP2RequestHandlerTests {
         #expect(!pair.client.isActive, "drained: closed")
     }
 
+    /// A connection that closes with requests sent and requests the HTTP/2 handler still holds back (the server's
+    /// limit of two streams reached): the sent ones fail as closed (the server may have processed them), the held-back
+    /// ones as unprocessed, to be sent again elsewhere.
+    @Test func aCloseFailsTheRequestsHeldBackAsUnprocessed() throws {
+        let pair = try Pair(serverMaxStreams: 2)
+        let requests = (0..<4).map { _ in pair.request() }
+        try pair.pump()
+        #expect(pair.streamsOpened == [1, 3])
+        try pair.client.close().wait()
+        for sent in requests[..<2] {
+            guard case .failure(HTTP2TransportError.closed)? = Self.outcome(sent) else {
+                Issue.record("sent: \(String(describing: Self.outcome(sent)))")
+                continue
+            }
+        }
+        for heldBack in requests[2...] {
+            guard case .failure(HTTP2TransportError.unprocessed)? = Self.outcome(heldBack) else {
+                Issue.record("held back: \(String(describing: Self.outcome(heldBack)))")
+                continue
+            }
+        }
+    }
+
     /// A connection error (a frame on stream 0 that must not be there) ends the connection: every request fails as
     /// closed.
     @Test func aConnectionErrorClosesTheConnection() throws {
