@@ -38,7 +38,7 @@ extension HTTP2ServerConnection {
         trailers: HTTPFields?,
         eventLoop: any EventLoop
     ) -> EventLoopFuture<Void> {
-        defer { flushOutput() }
+        defer { flushOutputSoon() }
         guard streams[id] != nil, phase != .closed else { return eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
         let dropsBody = streams[id]!.isHEAD
         if let head {
@@ -144,6 +144,18 @@ extension HTTP2ServerConnection {
         guard !isReading else { return }
         writeOutput()
         context?.flush()
+    }
+
+    /// Flushes the output once the event loop has run the tasks queued before this one: the router's answers come as
+    /// one task each, from other threads, and those that come together (misses answered by one upstream read, say) go
+    /// out in one TLS record and one write instead of one each.
+    func flushOutputSoon() {
+        guard !isReading, !flushQueued, let context else { return }
+        flushQueued = true
+        context.eventLoop.assumeIsolated().execute { [self] in
+            flushQueued = false
+            flushOutput()
+        }
     }
 
     /// Hands the output to the channel, without flushing.

@@ -81,6 +81,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// Frames written since the last flush.
     var output = HTTP2Output(buffer: ByteBuffer())
     var isReading = false
+    /// A flush of the router's answers is queued on the event loop (``flushOutputSoon()``).
+    var flushQueued = false
 
     var decoder: HPACKDecoder
     /// A HEADERS frame without END_HEADERS, waiting for its CONTINUATION frames.
