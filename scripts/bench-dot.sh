@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cold lookups of distinct names (A), N in flight, through DoTSource against c-ares over UDP, both to the same local
 # unbound (one thread, local data, DoT on a second port with a certificate made now), in alternating rounds.
-# Prints each round's rates and the ratio of DoT's time to c-ares's (docs/PERFORMANCE.md, "DNS over TLS").
+# Prints each round's rates and the ratio of DoT's time to c-ares's (docs/PERFORMANCE.md, "DNS over TLS"), then
+# DoT's resident memory: 64 idle connections (each of its own DoTSource) to unbound, and 1,000 queries in flight on one
+# connection to a server that reads them and answers none (a Python TLS server, the fault it injects a silent resolver).
 # No root needed: unbound listens on 127.0.0.78 at high ports.
 # Usage: scripts/bench-dot.sh [NAMES] [IN_FLIGHT] [ROUNDS]    (HTTPDNS_BENCH_BIN=… to use another httpdns-bench binary)
 set -euo pipefail
@@ -14,8 +16,9 @@ tls_port=$((port + 1))
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/httpdns-bench-dot.XXXXXX)
 unbound_pid=""
+holder_pid=""
 cleanup() {
-  if [ -n "$unbound_pid" ]; then kill "$unbound_pid" 2>/dev/null || true; wait "$unbound_pid" 2>/dev/null || true; fi
+  for pid in $unbound_pid $holder_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -49,41 +52,9 @@ for part in range(rounds * 2):
             names.write(f"n{i}.bench.test A\n")
 PY
 
-cat > "$work/unbound.conf" <<CONF
-server:
-  interface: $address@$port
-  interface: $address@$tls_port
-  port: $port
-  tls-port: $tls_port
-  tls-service-key: "$work/key.pem"
-  tls-service-pem: "$work/cert.pem"
-  do-daemonize: no
-  username: ""
-  chroot: ""
-  directory: "$work"
-  pidfile: ""
-  use-syslog: no
-  logfile: ""
-  verbosity: 0
-  num-threads: 1
-  do-ip6: no
-  incoming-num-tcp: 100
-  access-control: 127.0.0.0/8 allow
-  local-zone: "bench.test." static
-  include: "$work/local-data.conf"
-remote-control:
-  control-enable: no
-CONF
-unbound-checkconf "$work/unbound.conf" >/dev/null
-unbound -d -c "$work/unbound.conf" &
-unbound_pid=$!
-# unbound says nothing when it is ready: ask over TLS, the name checked, until it answers (bounded).
-for _ in $(seq 1 100); do
-  if kdig +short +time=1 +retry=0 @"$address" -p "$tls_port" +tls +tls-ca="$work/cert.pem" +tls-hostname=dot.bench.test \
-    n0.bench.test A 2>/dev/null | grep -q 192.0.2.1; then break; fi
-  kill -0 "$unbound_pid" 2>/dev/null || { echo "bench-dot: unbound exited" >&2; exit 1; }
-  sleep 0.1
-done
+# shellcheck source=scripts/bench-unbound.sh
+. "$here/scripts/bench-unbound.sh"
+start_bench_unbound "$work" "$address" "$tls_port" "$work/cert.pem" "$work/key.pem" "$port" || exit 1
 
 # What the server itself gives, by a client none of us wrote: dnsperf over UDP and over DoT (one connection, like
 # DoTSource; it does not check the certificate), the same in-flight count, run in every round beside the two ways.
@@ -136,3 +107,45 @@ if failed:
     print(f"bench-dot: {failed} lookups failed: the rates above count them as done, and are not to be quoted", file=sys.stderr)
     sys.exit(1)
 '
+
+# Memory. The holding server: TLS with unbound's certificate on the next port, reads length-prefixed queries on any
+# connection and answers none; once it has read IN_FLIGHT of them it creates held-file, the bench's sign that all are in
+# flight.
+memory_in_flight=1000
+python3 - "$address" "$((tls_port + 1))" "$work/cert.pem" "$work/key.pem" "$memory_in_flight" "$work/held" "$work/holder-ready" <<'PY' &
+import socket, ssl, sys, threading
+address, port, cert, key, expected, held_file, ready_file = sys.argv[1], int(sys.argv[2]), *sys.argv[3:5], int(sys.argv[5]), *sys.argv[6:8]
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(cert, key)
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind((address, port))
+listener.listen(16)
+open(ready_file, "w").close()
+lock, read = threading.Lock(), [0]
+def hold(connection):
+    try:
+        with context.wrap_socket(connection, server_side=True) as tls:
+            pending = b""
+            while data := tls.recv(65536):
+                pending += data
+                while len(pending) >= 2 and len(pending) >= 2 + int.from_bytes(pending[:2], "big"):
+                    pending = pending[2 + int.from_bytes(pending[:2], "big"):]
+                    with lock:
+                        read[0] += 1
+                        if read[0] == expected:
+                            open(held_file, "w").close()
+    except (OSError, ssl.SSLError):
+        pass
+while True:
+    connection, _ = listener.accept()
+    threading.Thread(target=hold, args=(connection,), daemon=True).start()
+PY
+holder_pid=$!
+for attempt in $(seq 1 100); do
+  [ -e "$work/holder-ready" ] && break
+  [ "$attempt" -lt 100 ] || { echo "bench-dot: the holding server did not start" >&2; exit 1; }
+  sleep 0.1
+done
+"$bench" dot-memory --dot "tls://$address:$tls_port" --hold "tls://$address:$((tls_port + 1))" --held-file "$work/held" \
+  --server-name dot.bench.test --cacert "$work/cert.pem" --idle-connections 64 --in-flight "$memory_in_flight"
