@@ -277,6 +277,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// back while the channel is not writable): until it is, the window it reports does not count it, and another
     /// top-up would give the same room twice.
     private var windowUpdatePending = false
+    /// The top-up's write, until it completes. Failed at the close if still pending: the HTTP/2 handler drops a
+    /// frame's promise uncompleted when it refuses it for flooding its control-frame buffer (and then closes).
+    private var topUpWritten: EventLoopPromise<Void>?
     /// Whether the connection closes once nothing is in flight (a GOAWAY, a network change).
     private var draining = false
     /// Whether the connection takes no more requests; shared with ``HTTP2ServiceConnection/isActive``.
@@ -307,9 +310,12 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             // Refused (by the HTTP/2 handler, or a channel already closing), the top-up never comes and the connection
             // would stall once its window runs out: it closes instead, and what is in flight fails as closed.
             let written = context.eventLoop.makePromise(of: Void.self)
+            topUpWritten = written
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            written.futureResult.whenFailure { _ in
+            written.futureResult.whenComplete { result in
                 let handler = bound.value
+                handler.topUpWritten = nil
+                guard case .failure = result else { return }
                 handler.windowUpdatePending = false
                 handler.closed = true
                 handler.context?.close(promise: nil)
@@ -536,8 +542,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     /// The errors with which the HTTP/2 handler refuses a frame of ours as an error of the whole connection: it writes
     /// no GOAWAY for them, so they must be told apart from a stream of the server's that broke the protocol. Errors that
-    /// can be either (a flow-control window, a stream's state) are not here: the one frame of ours they could refuse is
-    /// the connection's top-up, whose write's failure closes the connection itself.
+    /// can be either (a flow-control window, a stream's state) are not here: of our frames, DATA waits in the HTTP/2
+    /// handler for window, RST_STREAM is for a stream it knows, and the connection's top-up closes the connection
+    /// itself when its write fails.
     private static func isOutboundConnectionError(_ error: any Error) -> Bool {
         error is NIOHTTP2Errors.CreatedStreamAfterGoaway || error is NIOHTTP2Errors.IOOnClosedConnection
             || error is NIOHTTP2Errors.MissingPreface || error is NIOHTTP2Errors.UnableToSerializeFrame
@@ -556,6 +563,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             stream.timeout.cancel()
             stream.promise.fail(Self.closedError(stream))
         }
+        topUpWritten?.fail(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
     }
 
@@ -569,6 +577,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             stream.promise.fail(Self.closedError(stream))
         }
         self.context = nil
+        topUpWritten?.fail(ChannelError.ioOnClosedChannel)
     }
 
     /// How a stream still open when the connection goes fails: one whose HEADERS never left (the HTTP/2 handler held

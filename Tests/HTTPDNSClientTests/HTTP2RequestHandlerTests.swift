@@ -267,6 +267,33 @@ struct HTTP2RequestHandlerTests {
         }
     }
 
+    /// A request written while the channel cannot write waits inside the HTTP/2 handler; when the connection then
+    /// goes, by a close or by the pipeline being torn down, it is unprocessed as well, and the one sent before is not.
+    @Test(arguments: [true, false])
+    func aRequestHeldBackWhileTheChannelCannotWriteIsUnprocessedWhenTheConnectionGoes(byClose: Bool) throws {
+        let pair = try Pair()
+        let sent = pair.request()
+        try pair.pump()
+        pair.client.isWritable = false
+        pair.client.pipeline.fireChannelWritabilityChanged()
+        let heldBack = pair.request()
+        try pair.pump()
+        #expect(pair.streamsOpened == [1])
+        if byClose {
+            try pair.client.close().wait()
+        } else {
+            try pair.client.pipeline.syncOperations.removeHandler(pair.handler).wait()
+        }
+        guard case .failure(HTTP2TransportError.closed)? = Self.outcome(sent) else {
+            Issue.record("sent: \(String(describing: Self.outcome(sent)))")
+            return
+        }
+        guard case .failure(HTTP2TransportError.unprocessed)? = Self.outcome(heldBack) else {
+            Issue.record("held back: \(String(describing: Self.outcome(heldBack)))")
+            return
+        }
+    }
+
     /// A connection error (a frame on stream 0 that must not be there) ends the connection: every request fails as
     /// closed.
     @Test func aConnectionErrorClosesTheConnection() throws {
