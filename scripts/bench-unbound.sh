@@ -24,7 +24,8 @@ start_bench_unbound() {
   verbosity: 0
   num-threads: 1
   do-ip6: no
-  incoming-num-tcp: 100
+  # dnsdist 1.7's DoT backend opens a connection for each query it has in flight: room for all of them.
+  incoming-num-tcp: 4096
   access-control: 127.0.0.0/8 allow
   local-zone: "bench.test." static
   include: "$work/local-data.conf"
@@ -33,16 +34,17 @@ remote-control:
 CONF
   } > "$work/unbound.conf"
   unbound-checkconf "$work/unbound.conf" >/dev/null || return 1
-  unbound -d -c "$work/unbound.conf" &
+  unbound -d -c "$work/unbound.conf" >"$work/unbound.log" 2>&1 &
   unbound_pid=$!
   # unbound says nothing when it is ready: ask over TLS, the name checked, until it answers (bounded).
   local attempt
   for attempt in $(seq 1 100); do
     if kdig +short +time=1 +retry=0 @"$address" -p "$tls_port" +tls +tls-ca="$cert" +tls-hostname=dot.bench.test \
       n0.bench.test A 2>/dev/null | grep -q 192.0.2.1; then return 0; fi
-    kill -0 "$unbound_pid" 2>/dev/null || { echo "unbound exited" >&2; return 1; }
+    kill -0 "$unbound_pid" 2>/dev/null || { echo "unbound exited:" >&2; cat "$work/unbound.log" >&2; return 1; }
     sleep 0.1
   done
-  echo "unbound did not answer over TLS within 100 tries" >&2
+  echo "unbound did not answer over TLS within 100 tries:" >&2
+  cat "$work/unbound.log" >&2
   return 1
 }

@@ -106,23 +106,26 @@ for server in "${servers[@]}"; do
 done
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-# One h2load run over FILE's URIs: "<requests per second> <succeeded> <failed>".
+# One h2load run over FILE's URIs: "<requests per second> <2xx answers>"; a run that fails, or prints no rate, ends the
+# script with h2load's output.
 h2_run() {
-  h2load -n "$names" -c 1 -m "$inflight" -i "$1" 2>&1 | awk '
-    /^finished in/ { rate = $4 }
-    /^requests:/ { ok = $8; failed = $10 }
-    /^status codes:/ { s2xx = $3 }
-    END { print rate, s2xx, failed }'
+  local out=$work/h2load.out
+  if ! h2load -n "$names" -c 1 -m "$inflight" -i "$1" >"$out" 2>&1; then
+    echo "bench-upstream: h2load failed on $1:" >&2; cat "$out" >&2; return 1
+  fi
+  awk '/^finished in/ { rate = $4 } /^status codes:/ { s2xx = $3 } END { if (rate == "" || s2xx == "") exit 1; print rate, s2xx }' "$out" \
+    || { echo "bench-upstream: no rate in h2load's output:" >&2; cat "$out" >&2; return 1; }
 }
 
 results=()
 for round in $(seq 1 "$rounds"); do
-  # The order turns: each server goes first in one round of four.
+  # The order turns: each server goes first in one round of four (so give at least four rounds).
   for step in 0 1 2 3; do
     server=${servers[$(( (round - 1 + step) % 4 ))]}
     before=$(cpu_ticks "${pid[$server]}")
-    read -r rate ok failed < <(h2_run "$work/$server-$round.txt")
-    results+=("$round $server $rate $ok $failed $(( $(cpu_ticks "${pid[$server]}") - before ))")
+    line=$(h2_run "$work/$server-$round.txt") || exit 1
+    read -r rate ok <<<"$line"
+    results+=("$round $server $rate $ok $(( $(cpu_ticks "${pid[$server]}") - before ))")
   done
 done
 
@@ -131,8 +134,8 @@ import sys, statistics
 names, hz = int(sys.argv[1]), int(sys.argv[2])
 rows = {}
 for line in sys.stdin:
-    round_, server, rate, ok, failed, ticks = line.split()
-    rows.setdefault(int(round_), {})[server] = (float(rate), int(ok.rstrip(",")), int(failed.rstrip(",")), int(ticks))
+    round_, server, rate, ok, ticks = line.split()
+    rows.setdefault(int(round_), {})[server] = (float(rate), int(ok.rstrip(",")), 0, int(ticks))
 print(f"cold misses: {names} distinct names (A) per round and server, DoH GET from h2load (1 connection, '"$inflight"' streams)")
 print("round  httpdns DoT/s  dnsdist DoT/s  httpdns/dnsdist  CPU per query: httpdns  dnsdist  | plain upstream (control): httpdns/s  dnsdist/s  ratio")
 ratios, controls, bad = [], [], 0

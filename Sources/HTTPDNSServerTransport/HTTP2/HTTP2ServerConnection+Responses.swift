@@ -150,7 +150,7 @@ extension HTTP2ServerConnection {
     /// one task each, from other threads, and those that come together (misses answered by one upstream read, say) go
     /// out in one TLS record and one write instead of one each.
     func flushOutputSoon() {
-        guard !isReading, !flushQueued, let context else { return }
+        guard !isReading, !flushQueued, phase != .closed, let context else { return }
         flushQueued = true
         context.eventLoop.assumeIsolated().execute { [self] in
             flushQueued = false

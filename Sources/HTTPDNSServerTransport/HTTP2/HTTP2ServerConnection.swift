@@ -323,7 +323,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             if phase != .closed {
                 logger.debug("HTTP/2 response ended unfinished", metadata: ["http2.stream": "\(id)"])
                 resetStream(id, .internalError)
-                flushOutput()
+                flushOutputSoon()
             } else {
                 removeStream(id, reset: true)?.abandon()
             }
@@ -333,7 +333,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             if work.reset { resetRouterWork -= 1 }
             bodyBudget.releaseStream()
             releaseBody(work.heldBytes)
-            if phase != .closed { flushOutput() }
+            // With the answers that end with it: one flush for all of them (``flushOutputSoon()``).
+            if phase != .closed { flushOutputSoon() }
         }
         routerTasks -= 1
         if routerTasks == 0 {
