@@ -557,12 +557,7 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         closed = true
         idleClose?.cancel()
         idleClose = nil
-        let open = streams
-        streams = [:]
-        for stream in open.values {
-            stream.timeout.cancel()
-            stream.promise.fail(Self.closedError(stream))
-        }
+        failOpenStreams()
         topUpWritten?.fail(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
     }
@@ -570,21 +565,21 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     func handlerRemoved(context: ChannelHandlerContext) {
         // The pipeline is torn down: nothing may be left waiting on a promise no one will complete.
         closed = true
-        let open = streams
-        streams = [:]
-        for stream in open.values {
-            stream.timeout.cancel()
-            stream.promise.fail(Self.closedError(stream))
-        }
+        failOpenStreams()
         self.context = nil
         topUpWritten?.fail(ChannelError.ioOnClosedChannel)
     }
 
-    /// How a stream still open when the connection goes fails: one whose HEADERS never left (the HTTP/2 handler held
+    /// Fails every stream still open as the connection goes: one whose HEADERS never left (the HTTP/2 handler held
     /// them back, at the server's stream limit or while the channel could not write) reached no server and may be sent
     /// again; one that was sent may have been processed.
-    private static func closedError(_ stream: Stream) -> HTTP2TransportError {
-        stream.opened ? .closed(reused: stream.reused) : .unprocessed
+    private func failOpenStreams() {
+        let open = streams
+        streams = [:]
+        for stream in open.values {
+            stream.timeout.cancel()
+            stream.promise.fail(stream.opened ? HTTP2TransportError.closed(reused: stream.reused) : .unprocessed)
+        }
     }
 }
 

@@ -77,13 +77,11 @@ struct DoTMemoryBench: AsyncParsableCommand {
         let afterTasks = System.residentBytes()
 
         // The queries in flight: one source, one connection to a server that reads them all and answers none.
-        var configuration = DoTSource.Configuration(servers: [try DoTEndpoint(parsing: hold)])
-        configuration.serverName = serverName
-        configuration.extraTrustRootsPEMFile = cacert
-        configuration.maxQueriesInFlight = inFlight
-        configuration.budget = .seconds(120)
-        configuration.attemptTimeout = .seconds(120)
-        let holding = try DoTSource(configuration: configuration)
+        let holding = try source(hold) { configuration in
+            configuration.maxQueriesInFlight = inFlight
+            configuration.budget = .seconds(120)
+            configuration.attemptTimeout = .seconds(120)
+        }
         let beforeQueries = System.residentBytes()
         let held = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -144,12 +142,14 @@ struct DoTMemoryBench: AsyncParsableCommand {
         }
     }
 
-    private func source(_ server: String) throws -> DoTSource {
+    /// A source for `server` with the certificate's name and CA, its connections open for the whole run; `adjust`
+    /// changes the rest.
+    private func source(_ server: String, _ adjust: (inout DoTSource.Configuration) -> Void = { _ in }) throws -> DoTSource {
         var configuration = DoTSource.Configuration(servers: [try DoTEndpoint(parsing: server)])
         configuration.serverName = serverName
         configuration.extraTrustRootsPEMFile = cacert
-        // Idle for the whole run: the connections are measured open.
         configuration.idleTimeout = .seconds(600)
+        adjust(&configuration)
         return try DoTSource(configuration: configuration)
     }
 }

@@ -333,8 +333,8 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
             if work.reset { resetRouterWork -= 1 }
             bodyBudget.releaseStream()
             releaseBody(work.heldBytes)
-            // With the answers that end with it: one flush for all of them (``flushOutputSoon()``).
-            if phase != .closed { flushOutputSoon() }
+            // With the answers that end with it: one flush for all of them.
+            flushOutputSoon()
         }
         routerTasks -= 1
         if routerTasks == 0 {
