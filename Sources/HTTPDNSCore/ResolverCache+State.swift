@@ -5,8 +5,21 @@ extension ResolverCache {
         let families: AddressFamilies
     }
 
+    /// A caller waiting for a flight's answer: a suspended task, or the completion of a caller that does not suspend.
+    enum Waiter: Sendable {
+        case task(CheckedContinuation<Result<Resolution, ResolutionError>, any Error>)
+        case callback(@Sendable (Result<Resolution, ResolutionError>) -> Void)
+
+        func resume(_ result: Result<Resolution, ResolutionError>) {
+            switch self {
+            case .task(let continuation): continuation.resume(returning: result)
+            case .callback(let completion): completion(result)
+            }
+        }
+    }
+
     struct Flight {
-        var waiters: [UInt64: CheckedContinuation<Result<Resolution, ResolutionError>, any Error>]
+        var waiters: [UInt64: Waiter]
         /// The cache's ``State/generation`` when the flight started: an answer from an older one is not stored.
         let generation: UInt64
     }
@@ -310,13 +323,13 @@ extension ResolverCache {
             waiterID: UInt64,
             now: MonotonicInstant,
             limits: Limits
-        ) -> (CheckedContinuation<Result<Resolution, ResolutionError>, any Error>, Resolution)? {
+        ) -> (Waiter, Resolution)? {
             guard flights[key]?.waiters[waiterID] != nil, let resolution = staleAnswer(key, now: now, limits: limits) else {
                 return nil
             }
-            let continuation = flights[key]!.waiters.removeValue(forKey: waiterID)!
+            let waiter = flights[key]!.waiters.removeValue(forKey: waiterID)!
             stats.staleHits += 1
-            return (continuation, resolution)
+            return (waiter, resolution)
         }
 
         /// After a failed refresh: the stale answer, if every family asked has a record within the staleness limit.

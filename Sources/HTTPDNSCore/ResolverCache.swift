@@ -207,49 +207,13 @@ public final class ResolverCache: Sendable {
     // MARK: - Upstream
 
     private func resolveUpstream(_ key: FlightKey) async throws -> Resolution {
-        let waiterID = state.withLock { state in
-            state.nextWaiterID += 1
-            return state.nextWaiterID
-        }
-        var launchFlight = false
-        var flightGeneration: UInt64 = 0
-        var armStaleTimer = false
+        let waiterID = nextWaiterID()
         var staleTimer: Task<Void, Never>?
         defer { staleTimer?.cancel() }
         var lateOutcome: CacheOutcome?
         let outcome: Result<Resolution, ResolutionError> = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let join: JoinOutcome = state.withLock { state in
-                    // The cache may have been filled since the fast path looked.
-                    let now = clock.now()
-                    let outcome = state.answerFromCache(key.host, key.families, now: now, limits: limits)
-                    if case .upstream = outcome {
-                    } else {
-                        return .answered(outcome)
-                    }
-                    if Task.isCancelled { return .cancelled }
-                    let join: JoinOutcome
-                    if state.flights[key] != nil {
-                        state.flights[key]!.waiters[waiterID] = continuation
-                        state.stats.coalescedLookups += 1
-                        join = .joined
-                    } else if state.flights.count + state.abandonedCount < limits.maxPendingQueries {
-                        state.flights[key] = Flight(waiters: [waiterID: continuation], generation: state.generation)
-                        flightGeneration = state.generation
-                        join = .started
-                    } else if let stale = state.staleAnswer(key, now: now, limits: limits) {
-                        // Overloaded upstream is what serve-stale is for: answer from the expired entry.
-                        state.stats.staleHits += 1
-                        return .answered(.stale(stale))
-                    } else {
-                        state.stats.rejectedLookups += 1
-                        return .rejected(state.flights.count + state.abandonedCount)
-                    }
-                    armStaleTimer =
-                        limits.armsStaleTimer
-                        && state.canServeStale(key, now: now, limits: limits)
-                    return join
-                }
+                let (join, generation, armStaleTimer) = join(key, waiterID: waiterID, as: .task(continuation), checkingCancellation: true)
                 switch join {
                 case .answered(let outcome):
                     lateOutcome = outcome
@@ -261,32 +225,133 @@ public final class ResolverCache: Sendable {
                     // too) and even if this caller is cancelled before it does.
                     metrics.coalesced.increment()
                 case .started:
-                    launchFlight = true
+                    launch(key, generation: generation)
                 case .rejected(let pending):
-                    continuation.resume(
-                        returning: .failure(
-                            ResolutionError(
-                                .tooManyPendingQueries,
-                                "\(pending) upstream queries are already pending (maxPendingQueries); not asking for \(key.host)"
-                            )
-                        )
-                    )
+                    continuation.resume(returning: .failure(Self.rejection(key, pending: pending)))
                 }
-                if launchFlight { launch(key, generation: flightGeneration) }
                 if armStaleTimer { staleTimer = startStaleTimer(key, waiterID: waiterID) }
             }
         } onCancel: {
-            let continuation = state.withLock { state -> CheckedContinuation<Result<Resolution, ResolutionError>, any Error>? in
+            let waiter = state.withLock { state -> Waiter? in
                 if let waiter = state.flights[key]?.waiters.removeValue(forKey: waiterID) { return waiter }
                 guard let index = state.abandoned[key]?.firstIndex(where: { $0.waiters[waiterID] != nil }) else { return nil }
                 return state.abandoned[key]![index].waiters.removeValue(forKey: waiterID)
             }
-            continuation?.resume(throwing: CancellationError())
+            // Only this task's own waiter has its ID, and it is a suspended task.
+            if case .task(let continuation) = waiter { continuation.resume(throwing: CancellationError()) }
         }
 
         if let lateOutcome, let resolution = try deliver(lateOutcome, host: key.host, families: key.families) {
             return resolution
         }
+        countUpstream(outcome)
+        return try outcome.get()
+    }
+
+    /// ``resolve(_:families:)`` for a caller that must not suspend, such as an event loop: `completion` is called
+    /// exactly once, at once when the cache answers, else on whatever thread the source answers on. Fresh negative
+    /// answers and failures come as the ``ResolutionError``s ``resolve(_:families:)`` throws.
+    ///
+    /// There is no task to cancel: a caller that loses interest ignores the completion, and the upstream query goes
+    /// on to fill the cache, as it does when a waiting task is cancelled. When the cache can serve stale, a task is
+    /// started to answer this caller stale after ``Configuration/staleAnswerClientTimeout``.
+    package func resolve(
+        _ host: HostName,
+        families: AddressFamilies,
+        completion: @escaping @Sendable (Result<Resolution, ResolutionError>) -> Void
+    ) {
+        do {
+            if let resolution = try cachedResolution(host, families: families) { return completion(.success(resolution)) }
+        } catch {
+            return completion(.failure(Self.resolutionError(error)))
+        }
+        let key = FlightKey(host: host, families: families)
+        let waiterID = nextWaiterID()
+        let counted: @Sendable (Result<Resolution, ResolutionError>) -> Void = { [self] outcome in
+            countUpstream(outcome)
+            completion(outcome)
+        }
+        let (join, generation, armStaleTimer) = join(key, waiterID: waiterID, as: .callback(counted), checkingCancellation: false)
+        switch join {
+        case .answered(let outcome):
+            do {
+                // Not `.upstream`: that one joins a flight.
+                completion(try deliver(outcome, host: host, families: families).map { .success($0) } ?? .failure(ResolutionError(.internalError, "no answer")))
+            } catch {
+                completion(.failure(Self.resolutionError(error)))
+            }
+        case .cancelled:
+            completion(.failure(ResolutionError(.internalError, "a lookup without a task was cancelled")))
+        case .joined:
+            metrics.coalesced.increment()
+        case .started:
+            launch(key, generation: generation)
+        case .rejected(let pending):
+            counted(.failure(Self.rejection(key, pending: pending)))
+        }
+        if armStaleTimer { _ = startStaleTimer(key, waiterID: waiterID) }
+    }
+
+    private func nextWaiterID() -> UInt64 {
+        state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+    }
+
+    /// Joins the flight of `key` as `waiter`, or starts it (the caller launches it, with `generation`), unless the
+    /// cache can answer after all, the pending bound is reached, or (`checkingCancellation`) the calling task is
+    /// cancelled. `armStaleTimer`: the entry can be served stale, so the waiter's client response timer is due.
+    private func join(
+        _ key: FlightKey,
+        waiterID: UInt64,
+        as waiter: Waiter,
+        checkingCancellation: Bool
+    ) -> (JoinOutcome, generation: UInt64, armStaleTimer: Bool) {
+        state.withLock { state in
+            // The cache may have been filled since the fast path looked.
+            let now = clock.now()
+            let outcome = state.answerFromCache(key.host, key.families, now: now, limits: limits)
+            if case .upstream = outcome {
+            } else {
+                return (.answered(outcome), 0, false)
+            }
+            if checkingCancellation, Task.isCancelled { return (.cancelled, 0, false) }
+            let join: JoinOutcome
+            var generation: UInt64 = 0
+            if state.flights[key] != nil {
+                state.flights[key]!.waiters[waiterID] = waiter
+                state.stats.coalescedLookups += 1
+                join = .joined
+            } else if state.flights.count + state.abandonedCount < limits.maxPendingQueries {
+                state.flights[key] = Flight(waiters: [waiterID: waiter], generation: state.generation)
+                generation = state.generation
+                join = .started
+            } else if let stale = state.staleAnswer(key, now: now, limits: limits) {
+                // Overloaded upstream is what serve-stale is for: answer from the expired entry.
+                state.stats.staleHits += 1
+                return (.answered(.stale(stale)), 0, false)
+            } else {
+                state.stats.rejectedLookups += 1
+                return (.rejected(state.flights.count + state.abandonedCount), 0, false)
+            }
+            return (join, generation, limits.armsStaleTimer && state.canServeStale(key, now: now, limits: limits))
+        }
+    }
+
+    private static func rejection(_ key: FlightKey, pending: Int) -> ResolutionError {
+        ResolutionError(
+            .tooManyPendingQueries,
+            "\(pending) upstream queries are already pending (maxPendingQueries); not asking for \(key.host)"
+        )
+    }
+
+    private static func resolutionError(_ error: any Error) -> ResolutionError {
+        error as? ResolutionError ?? ResolutionError(.internalError, "the cache failed: \(error)", cause: error)
+    }
+
+    /// Counts a flight's outcome for one of its waiters, as the metrics name it.
+    private func countUpstream(_ outcome: Result<Resolution, ResolutionError>) {
         switch outcome {
         case .success(let resolution) where resolution.stale:
             metrics.staleHits.increment()
@@ -295,7 +360,6 @@ public final class ResolverCache: Sendable {
         default:
             metrics.misses.increment()
         }
-        return try outcome.get()
     }
 
     /// RFC 8767's client response timer: if the refresh of an expired entry has not answered this waiter in
@@ -307,8 +371,8 @@ public final class ResolverCache: Sendable {
             let taken = state.withLock { state in
                 state.answerWaiterStale(key, waiterID: waiterID, now: clock.now(), limits: limits)
             }
-            if let (continuation, resolution) = taken {
-                continuation.resume(returning: .success(resolution))
+            if let (waiter, resolution) = taken {
+                waiter.resume(.success(resolution))
             }
         }
     }
@@ -381,8 +445,8 @@ public final class ResolverCache: Sendable {
                 metadata: ["dns.source": "\(source.name)", "dns.outcome": "\(outcomeName)", "error": "\(error.message)"]
             )
         }
-        for continuation in waiters.values {
-            continuation.resume(returning: delivered)
+        for waiter in waiters.values {
+            waiter.resume(delivered)
         }
     }
 }

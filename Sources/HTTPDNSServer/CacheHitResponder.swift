@@ -31,34 +31,59 @@ final class CacheHitResponder: CacheHitAnswering {
     /// The cache is asked before the client's rate, so that a request handed on takes one token, in the
     /// router. A request refused here for its rate has been counted as a cache hit.
     func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)? {
-        guard target.utf8.count <= admission.maxURLLength else { return nil }
-        if let plain = PlainTarget(target) {
-            return reply(path: plain.path, parameters: plain, target: target, channel: channel)
-        }
-        let uri = URI(target)
-        return reply(path: uri.path[...], parameters: uri.queryParameters, target: target, channel: channel)
+        guard case .reply(let reply, let route) = local(target, channel: channel, lookingUp: false) else { return nil }
+        return (reply, route)
     }
 
-    private func reply(path: Substring, parameters: some QueryParameters, target: String, channel: any Channel) -> (Reply, route: String)? {
+    /// As ``reply(toGET:channel:)``, and a valid `/d` or `/dns-query` for A or AAAA that the cache misses is looked
+    /// up here too, without the router or a task: its reply is the one the router would give. The lookup is admitted
+    /// (the client's rate) before it starts.
+    func answer(toGET target: String, channel: any Channel) -> GETAnswer {
+        local(target, channel: channel, lookingUp: true)
+    }
+
+    private func local(_ target: String, channel: any Channel, lookingUp: Bool) -> GETAnswer {
+        guard target.utf8.count <= admission.maxURLLength else { return .router }
+        if let plain = PlainTarget(target) {
+            return local(path: plain.path, parameters: plain, target: target, channel: channel, lookingUp: lookingUp)
+        }
+        let uri = URI(target)
+        return local(path: uri.path[...], parameters: uri.queryParameters, target: target, channel: channel, lookingUp: lookingUp)
+    }
+
+    private func local(path: Substring, parameters: some QueryParameters, target: String, channel: any Channel, lookingUp: Bool) -> GETAnswer {
         let route: String
-        let reply: Reply?
+        let answer: LocalAnswer
         switch path {
         case "/d":
             route = "/d"
-            reply = native.cachedSingle(parameters)
+            answer = native.localSingle(parameters, lookingUp: lookingUp)
         case "/dns-query":
             route = "/dns-query"
-            reply = doh.cachedGet(parameters)
+            answer = doh.localGet(parameters, lookingUp: lookingUp)
         default:
-            return nil
+            return .router
         }
-        guard let reply else { return nil }
+        let admitted: GETAnswer
+        switch answer {
+        case .reply(let reply): admitted = .reply(reply, route: route)
+        case .lookUp(let lookUp): admitted = .lookUp(CacheMiss(route: route, lookUp: lookUp))
+        case .router: return .router
+        }
         do {
             try admission.admit(target: target, client: { channel.remoteAddress?.ipAddress ?? "unknown" })
-            return (reply, route)
+            return admitted
         } catch {
             admission.countRejection(error, logger: logger)
-            return (error.reply, route)
+            return .reply(error.reply, route: route)
         }
     }
+}
+
+/// A GET's answer without the router (``CacheHitResponder``): the reply from the cache, a lookup to start whose
+/// completion gets the reply, or the router's.
+enum LocalAnswer {
+    case reply(Reply)
+    case lookUp(@Sendable (_ completion: @escaping @Sendable (Reply) -> Void) -> Void)
+    case router
 }

@@ -24,23 +24,48 @@ struct DoHAPI: Sendable {
     /// `GET /dns-query` answered from the cache without suspending, for ``CacheHitResponder``; nil when upstream
     /// must be asked or the request is not a valid one (``get(_:)`` answers both).
     func cachedGet(_ parameters: some QueryParameters) -> Reply? {
-        guard let question = try? Self.getQuestion(parameters) else { return nil }
+        guard case .reply(let reply) = localGet(parameters, lookingUp: false) else { return nil }
+        return reply
+    }
+
+    /// `GET /dns-query` without the router: from the cache, or (`lookingUp`) an A or AAAA question the cache missed,
+    /// as a lookup whose reply is the one ``get(_:)`` would give. Everything else is the router's: requests that are
+    /// not valid, and other types the relay's cache does not hold.
+    func localGet(_ parameters: some QueryParameters, lookingUp: Bool) -> LocalAnswer {
+        guard let question = try? Self.getQuestion(parameters) else { return .router }
         switch question {
         case .wire(let query, .relay(let asked)):
-            return relay?.cachedAnswer(asked).map { Self.relayReply(query, $0) }
+            return relay?.cachedAnswer(asked).map { .reply(Self.relayReply(query, $0)) } ?? .router
         case .jsonRelay(let asked):
-            return relay?.cachedAnswer(asked).map { Self.jsonRelayReply(asked, $0, refused: false) }
+            return relay?.cachedAnswer(asked).map { .reply(Self.jsonRelayReply(asked, $0, refused: false)) } ?? .router
         default:
             break
         }
-        guard let target = question.target else { return question.reply(nil) }
-        guard let outcome = cachedLookUp(target.host, target.family) else { return nil }
+        guard let target = question.target else { return .reply(question.reply(nil)) }
+        guard let outcome = cachedLookUp(target.host, target.family) else {
+            guard lookingUp else { return .router }
+            return .lookUp { completion in
+                resolver.resolve(target.host, families: AddressFamilies(target.family)) { result in
+                    let outcome: Outcome
+                    switch result {
+                    case .success(let resolution): outcome = Self.outcome(resolution, target.family)
+                    case .failure(let error): outcome = Self.outcome(error)
+                    }
+                    guard case .wire(let query, _) = question, outcome.isNegative, let relay else {
+                        return completion(question.reply(outcome))
+                    }
+                    // The upstream's own negative answer, with its SOA, as ``answer(_:)`` gives it: the relay is
+                    // asynchronous, and negative answers are few, so this one takes a task.
+                    Task { completion(await Self.negativeReply(query, question, outcome, relay: relay)) }
+                }
+            }
+        }
         // A negative wire answer carries the upstream's SOA: the relay's answer, when it holds one that agrees.
         if case .wire(let query, _) = question, let relay, outcome.isNegative {
-            guard let relayed = relay.cachedAnswer(query.questions[0]), Self.agrees(relayed, with: outcome) else { return nil }
-            return Self.relayReply(query, relayed)
+            guard let relayed = relay.cachedAnswer(query.questions[0]), Self.agrees(relayed, with: outcome) else { return .router }
+            return .reply(Self.relayReply(query, relayed))
         }
-        return question.reply(outcome)
+        return .reply(question.reply(outcome))
     }
 
     private static func getQuestion(_ parameters: some QueryParameters) throws -> Question {
@@ -92,13 +117,17 @@ struct DoHAPI: Sendable {
         }
         guard let target = question.target else { return question.reply(nil) }
         let outcome = await lookUp(target.host, target.family)
-        // NXDOMAIN or no data: the upstream's own answer, with its SOA in the authority section (RFC 2308), so the
-        // client knows how long to cache it. Without one (no relay, or it failed), the service's answer.
         if case .wire(let query, _) = question, outcome.isNegative, let relay {
-            let relayed = await relay.answer(query.questions[0])
-            if Self.agrees(relayed, with: outcome) { return Self.relayReply(query, relayed) }
+            return await Self.negativeReply(query, question, outcome, relay: relay)
         }
         return question.reply(outcome)
+    }
+
+    /// NXDOMAIN or no data: the upstream's own answer, with its SOA in the authority section (RFC 2308), so the
+    /// client knows how long to cache it. Without one (the relay failed, or disagrees), the service's answer.
+    private static func negativeReply(_ query: DNSMessage, _ question: Question, _ outcome: Outcome, relay: RelayedAnswers) async -> Reply {
+        let relayed = await relay.answer(query.questions[0])
+        return agrees(relayed, with: outcome) ? relayReply(query, relayed) : question.reply(outcome)
     }
 
     /// Whether the relay's answer says what the service's negative `outcome` says: the same code, no records.

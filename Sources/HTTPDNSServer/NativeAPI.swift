@@ -20,10 +20,28 @@ struct NativeAPI: Sendable {
     /// `/d` answered from the cache without suspending, for ``CacheHitResponder``; nil when upstream must be asked
     /// or the request is not a valid one (``single(_:)`` answers both).
     func cachedSingle(_ parameters: some QueryParameters) -> Reply? {
-        guard let (host, families) = try? Self.singleQuestion(parameters), let answer = cachedAnswer(host, families) else {
-            return nil
+        guard case .reply(let reply) = localSingle(parameters, lookingUp: false) else { return nil }
+        return reply
+    }
+
+    /// `/d` without the router: from the cache, or (`lookingUp`) as a lookup whose reply is the one ``single(_:)``
+    /// would give. A request that is not valid is the router's.
+    func localSingle(_ parameters: some QueryParameters, lookingUp: Bool) -> LocalAnswer {
+        guard let (host, families) = try? Self.singleQuestion(parameters) else { return .router }
+        if let answer = cachedAnswer(host, families) { return .reply(Self.singleReply(host, families, answer)) }
+        guard lookingUp else { return .router }
+        return .lookUp { completion in
+            resolver.resolve(host, families: families) { result in
+                switch result {
+                case .success(let resolution):
+                    completion(Self.singleReply(host, families, Answer(resolution)))
+                case .failure(let error) where error.code.isNegativeAnswer:
+                    completion(Self.singleReply(host, families, Answer(negative: error)))
+                case .failure(let error):
+                    completion(unavailable(host, error).reply)
+                }
+            }
         }
-        return Self.singleReply(host, families, answer)
     }
 
     private static func singleQuestion(_ parameters: some QueryParameters) throws -> (HostName, AddressFamilies) {
@@ -109,11 +127,13 @@ struct NativeAPI: Sendable {
         } catch let error as ResolutionError where error.code.isNegativeAnswer {
             return Answer(negative: error)
         } catch let error as ResolutionError {
-            throw ServiceError.upstreamUnavailable(
-                "no answer for \(host) and nothing cached: \(error.code)",
-                retryAfterSeconds: configuration.upstreamRetryAfterSeconds
-            )
+            throw unavailable(host, error)
         }
+    }
+
+    /// 503 for a lookup that failed with nothing cached to answer from.
+    private func unavailable(_ host: HostName, _ error: ResolutionError) -> ServiceError {
+        ServiceError.upstreamUnavailable("no answer for \(host) and nothing cached: \(error.code)", retryAfterSeconds: configuration.upstreamRetryAfterSeconds)
     }
 
     /// What the cache holds for `host` now, negative answers included; nil when upstream must be asked.

@@ -11,6 +11,47 @@ public protocol CacheHitAnswering: Sendable {
     /// The reply to a GET of `target` read on `channel`, and its route for the metrics; nil hands the request to
     /// the router. Called on the event loop, so it must not block or suspend.
     func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)?
+
+    /// What to do with a GET of `target` read on `channel`: reply now (a cache hit), look it up without the router (a
+    /// cache miss the service answers by itself), or hand it to the router. Called on the event loop, so it must not
+    /// block or suspend. The default replies what ``reply(toGET:channel:)`` does and hands everything else on.
+    func answer(toGET target: String, channel: any Channel) -> GETAnswer
+}
+
+extension CacheHitAnswering {
+    public func answer(toGET target: String, channel: any Channel) -> GETAnswer {
+        guard let (reply, route) = reply(toGET: target, channel: channel) else { return .router }
+        return .reply(reply, route: route)
+    }
+}
+
+/// How a GET is answered: see ``CacheHitAnswering/answer(toGET:channel:)``.
+public enum GETAnswer: Sendable {
+    /// The reply, now.
+    case reply(Reply, route: String)
+    /// A lookup to start; its reply comes later.
+    case lookUp(CacheMiss)
+    /// Everything else, errors included, is the router's.
+    case router
+}
+
+/// A GET the cache missed that the service answers without the router or a task: the connection starts it once, and
+/// its completion is called exactly once, on any thread, with the reply. The request was admitted (its length and the
+/// client's rate) before it was made.
+public struct CacheMiss: Sendable {
+    /// The route, for the request metrics.
+    public let route: String
+    private let lookUp: @Sendable (@escaping @Sendable (Reply) -> Void) -> Void
+
+    public init(route: String, lookUp: @escaping @Sendable (_ completion: @escaping @Sendable (Reply) -> Void) -> Void) {
+        self.route = route
+        self.lookUp = lookUp
+    }
+
+    /// Starts the lookup; `completion` gets the reply.
+    public func start(_ completion: @escaping @Sendable (Reply) -> Void) {
+        lookUp(completion)
+    }
 }
 
 /// The router, as an HTTP/2 connection reaches it: a request in, a response out, in a task of its own.

@@ -74,6 +74,7 @@ struct DoHRelayTests {
             #"local-zone: "test." static"#,
             #"local-data: "test. 300 IN SOA ns.test. hostmaster.test. 1 3600 600 86400 120""#,
             #"local-data: "real.test. 300 IN A 192.0.2.9""#,
+            #"local-data: "get-real.test. 300 IN A 192.0.2.9""#,
         ]
         try await withUnbound(lines: zone) { unbound in
             try await TestCertificate.with(subjectAltName: "IP:127.0.0.1") { certificate, key in
@@ -82,13 +83,18 @@ struct DoHRelayTests {
                     environment: ["HTTPDNS_RATE_LIMIT_PER_SECOND": "0"]
                 )
                 defer { server.stop() }
-                for (query, status) in [(["nosuch.test", "A"], "NXDOMAIN"), (["real.test", "AAAA"], "NOERROR"), (["nosuch.test", "MX"], "NXDOMAIN")] {
-                    // Twice: the second from the caches, its SOA still there.
-                    for _ in 0..<2 {
-                        let run = try await kdig(server.port, certificate, query)
-                        #expect(run.stdout.contains("status: \(status)"), "\(query): \(run.stdout)")
-                        #expect(run.stdout.contains("AUTHORITY SECTION"), "\(query): \(run.stdout)")
-                        #expect(run.stdout.contains("IN\tSOA\tns.test. hostmaster.test. 1 3600 600 86400 120"), "\(query): \(run.stdout)")
+                // kdig's POST goes through the router; its GET, a miss, is looked up on the connection: each with
+                // names of its own, so both miss.
+                for (method, prefix) in [("+https", ""), ("+https-get", "get-")] {
+                    for (name, type, status) in [("nosuch.test", "A", "NXDOMAIN"), ("real.test", "AAAA", "NOERROR"), ("nosuch.test", "MX", "NXDOMAIN")] {
+                        let query = [prefix + name, type, method]
+                        // Twice: the second from the caches, its SOA still there.
+                        for _ in 0..<2 {
+                            let run = try await kdig(server.port, certificate, query)
+                            #expect(run.stdout.contains("status: \(status)"), "\(query): \(run.stdout)")
+                            #expect(run.stdout.contains("AUTHORITY SECTION"), "\(query): \(run.stdout)")
+                            #expect(run.stdout.contains("IN\tSOA\tns.test. hostmaster.test. 1 3600 600 86400 120"), "\(query): \(run.stdout)")
+                        }
                     }
                 }
             }

@@ -382,6 +382,9 @@ final class HeldRouter: RouterResponding {
         return Response(status: .noContent)
     }
 
+    /// How many requests have reached the router.
+    var requestsStarted: Int { state.withLock { $0.started } }
+
     /// Returns once `count` requests have reached the router.
     func waitForRequests(_ count: Int) async {
         await withCheckedContinuation { continuation in

@@ -40,7 +40,7 @@ import Testing
         #expect(fixture.source.queryCount("api.example.test") == 1, "only the priming lookup reached the source")
     }
 
-    @Test func aMissGoesThroughTheRouterAndTheNextRequestIsAHit() async throws {
+    @Test func aMissIsLookedUpAndTheNextRequestIsAHit() async throws {
         let fixture = try ServiceFixture(NativeAPITests.dual)
         let client = try await HTTP2TestClient(fixture)
         try await client.start()

@@ -22,11 +22,25 @@ struct ServiceFixture {
         unixTime: Int64 = 1_800_000_000,
         _ configure: (inout HTTPDNSServerConfiguration) -> Void = { _ in }
     ) throws {
-        source = StaticSource(replies)
+        try self.init(source: StaticSource(replies), upstream: nil, unixTime: unixTime, configure)
+    }
+
+    /// A service whose cache asks `upstream`, a source the test drives (``source`` is then an empty one, never asked).
+    init(upstream: any ResolutionSource, _ configure: (inout HTTPDNSServerConfiguration) -> Void = { _ in }) throws {
+        try self.init(source: StaticSource(), upstream: upstream, unixTime: 1_800_000_000, configure)
+    }
+
+    private init(
+        source: StaticSource,
+        upstream: (any ResolutionSource)?,
+        unixTime: Int64,
+        _ configure: (inout HTTPDNSServerConfiguration) -> Void
+    ) throws {
+        self.source = source
         clock = ManualMonotonicClock()
         var cacheConfiguration = ResolverCache.Configuration()
         cacheConfiguration.refreshAheadFraction = 0
-        cache = try ResolverCache(source: source, configuration: cacheConfiguration, clock: clock)
+        cache = try ResolverCache(source: upstream ?? source, configuration: cacheConfiguration, clock: clock)
         var configuration = HTTPDNSServerConfiguration()
         configuration.rateLimitPerSecond = 0
         configure(&configuration)

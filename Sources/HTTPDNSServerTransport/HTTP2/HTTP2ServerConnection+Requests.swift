@@ -6,12 +6,17 @@ import NIOCore
 extension HTTP2ServerConnection {
     func requestReceived(streamID id: UInt32, head: HTTP2RequestHead, endStream: Bool) {
         let started = ContinuousClock.now
-        if endStream, head.method == "GET", let context,
-            let (reply, route) = cacheHits.reply(toGET: head.path, channel: context.channel)
-        {
-            answer(reply, streamID: id, head: head)
-            hitTimers.record(route: route, status: reply.status, since: started)
-            return
+        if endStream, head.method == "GET", let context {
+            switch cacheHits.answer(toGET: head.path, channel: context.channel) {
+            case .reply(let reply, let route):
+                answer(reply, streamID: id, head: head)
+                hitTimers.record(route: route, status: reply.status, since: started)
+                return
+            case .lookUp(let miss):
+                return lookUp(miss, streamID: id, head: head, started: started, context: context)
+            case .router:
+                break
+            }
         }
         guard bodyBudget.reserveStream() else {
             // The service holds as many streams as it will: the client may try this request again.
@@ -24,6 +29,46 @@ extension HTTP2ServerConnection {
         stream.openedInRead = readsEnded
         open(stream, streamID: id)
         if endStream { requestBodyEnded(streamID: id) }
+    }
+
+    /// A GET the cache missed, looked up without the router or a task. The stream is in the table meanwhile, as one
+    /// the router answers is: it takes one of the service's streams, its idle deadline runs, a reset or a close drops
+    /// it, and a drain waits for it.
+    private func lookUp(_ miss: CacheMiss, streamID id: UInt32, head: HTTP2RequestHead, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
+        guard bodyBudget.reserveStream() else {
+            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
+            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
+            recentlyReset.insert(id)
+            return
+        }
+        var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
+        stream.openedInRead = readsEnded
+        stream.requestEnded = true
+        stream.answering = .lookUp
+        open(stream, streamID: id)
+        routerTaskStarted()
+        let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        miss.start { reply in
+            eventLoop.execute { connection.value.lookedUp(reply, route: miss.route, streamID: id, started: started) }
+        }
+    }
+
+    /// A lookup's reply, on the event loop: sent when its stream is still there.
+    private func lookedUp(_ reply: Reply, route: String, streamID id: UInt32, started: ContinuousClock.Instant) {
+        if streams[id] != nil {
+            // The stream now holds its slot in the service's budget as any other does, until it leaves the table.
+            streams[id]!.answering = nil
+            if phase != .closed {
+                answer(reply, onOpenStream: id)
+                hitTimers.record(route: route, status: reply.status, since: started)
+                // With the other replies of this turn of the event loop (those of one upstream read): one flush.
+                flushOutputSoon()
+            } else {
+                removeStream(id, reset: true)?.abandon()
+            }
+        }
+        routerWorkEnded(streamID: id)
     }
 
     /// Enters a stream in the table, with the deadline that resets it if it is still open after the idle timeout:
@@ -139,7 +184,7 @@ extension HTTP2ServerConnection {
         let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
         let (router, channel, eventLoop) = (router, context.channel, context.eventLoop)
         routerTaskStarted()
-        streams[id]!.answering = Task {
+        streams[id]!.answering = .router(Task {
             let response = await router.respond(to: request, channel: channel)
             do {
                 try await response.body.write(HTTP2ResponseWriter(connection: connection, eventLoop: eventLoop, streamID: id, head: response.head))
@@ -148,6 +193,6 @@ extension HTTP2ServerConnection {
                 router.logger.debug("response not written", metadata: ["error.type": "\(error)"])
             }
             eventLoop.execute { connection.value.routerTaskEnded(streamID: id) }
-        }
+        })
     }
 }

@@ -28,6 +28,20 @@ extension HTTP2ServerConnection {
         sendPendingData(streamID: id)
     }
 
+    /// A looked-up reply on its stream, already in the table: as ``answer(_:streamID:head:)`` sends a hit's.
+    func answer(_ reply: Reply, onOpenStream id: UInt32) {
+        let length = reply.body.readableBytes
+        let fits = length <= sendWindow && length <= streams[id]!.sendWindow && length <= output.maxFrameSize
+        output.writeReply(reply, streamID: id, withBody: fits)
+        if fits {
+            sendWindow -= length
+            return finishStream(id)
+        }
+        streams[id]!.unsent = reply.body
+        streams[id]!.endQueued = true
+        sendPendingData(streamID: id)
+    }
+
     /// Part of a response from the router (``HTTP2ResponseWriter``): the head when not sent yet, body bytes, and
     /// whether the response ends here. Succeeds once the body bytes have gone out; fails when the stream is gone.
     func respond(

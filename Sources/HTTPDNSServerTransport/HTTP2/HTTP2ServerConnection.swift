@@ -328,7 +328,12 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 removeStream(id, reset: true)?.abandon()
             }
         }
-        // Its stream has left the table by now, one way or another: what the router held is let go.
+        routerWorkEnded(streamID: id)
+    }
+
+    /// The router's work for a stream (a task, or a lookup) has ended, and its stream has left the table or holds its
+    /// own slot: what the work held is let go.
+    func routerWorkEnded(streamID id: UInt32) {
         if let work = routerWorkWithoutStream.removeValue(forKey: id) {
             if work.reset { resetRouterWork -= 1 }
             bodyBudget.releaseStream()

@@ -20,8 +20,8 @@ struct HTTP2ServerStream {
     /// How much DATA this side may send on this stream.
     var sendWindow: Int
 
-    /// The router is answering.
-    var answering: Task<Void, Never>?
+    /// The router is answering, or a lookup the cache missed (``CacheMiss``) is under way.
+    var answering: Answering?
     /// Body bytes not yet sent for want of flow-control credit.
     var unsent = ByteBuffer()
     /// The response ends after `unsent` (and the trailers, if any).
@@ -33,6 +33,11 @@ struct HTTP2ServerStream {
     /// Resets the stream if it is still open after the idle timeout.
     var deadline: Scheduled<Void>?
 
+    enum Answering {
+        case router(Task<Void, Never>)
+        case lookUp
+    }
+
     init(head: HTTP2RequestHead, sendWindow: Int) {
         self.head = head
         self.sendWindow = sendWindow
@@ -41,9 +46,9 @@ struct HTTP2ServerStream {
     var isHEAD: Bool { head.method == "HEAD" }
 
     /// The stream is gone (reset, timed out, or its connection closed): the router's task is cancelled and its
-    /// writer told.
+    /// writer told. A lookup goes on (it fills the cache), and its reply is dropped.
     func abandon() {
-        answering?.cancel()
+        if case .router(let task) = answering { task.cancel() }
         deadline?.cancel()
         unsentDrained?.fail(ChannelError.ioOnClosedChannel)
     }

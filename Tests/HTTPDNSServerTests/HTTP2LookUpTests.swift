@@ -1,0 +1,162 @@
+import HTTPDNSCore
+import HTTPDNSTesting
+import NIOCore
+import Testing
+
+@testable import HTTPDNSServer
+@testable import HTTPDNSServerTransport
+
+/// `/d` and `/dns-query` GETs the cache misses, looked up on the HTTP/2 connection without the router or a task
+/// (``CacheMiss``): answered as the router would answer them, and their streams bounded, reset, drained and closed as
+/// the router's are. The router here is one that never answers, so a request that reached it would hang.
+@Suite struct HTTP2LookUpTests {
+    static let host = "held.example.test"
+
+    /// A source whose queries for ``host`` wait until the test releases them.
+    private static func heldSource() -> ScriptedSource {
+        let source = ScriptedSource()
+        source.script(host, ipv4: ["192.0.2.20"], ttl: 60)
+        source.hold(host)
+        return source
+    }
+
+    /// Returns once no lookup (and no router task) is running on `client`'s connection.
+    private static func settled(_ client: HTTP2TestClient) async throws {
+        // On the testing loop, which runs inside this task: nothing else touches the connection meanwhile.
+        nonisolated(unsafe) let connection = client.connection
+        let loop = client.channel.eventLoop
+        let idle = try await loop.submit { connection.routerTasksIdle(on: loop) }.get()
+        try await withTimeout { try await idle.get() }
+    }
+
+    @Test func aMissIsAnsweredOnTheConnectionNotByTheRouter() async throws {
+        let source = Self.heldSource()
+        let router = HeldRouter()
+        let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: router)
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        try await source.waitForQueries(Self.host)
+        #expect(client.connection.occupiedStreams == 1, "the stream is in the table while its lookup runs")
+        #expect(client.connection.routerTasksRunning == 1, "and the lookup is counted as the router's work is")
+        source.release(Self.host)
+        let response = try await client.response(1)
+        #expect(response.status == "200")
+        #expect(response.text == #"{"host":"held.example.test","ips":["192.0.2.20"],"ttl":60,"origin_ttl":60}"#)
+        #expect(response.headers.first(name: "cache-control") == "max-age=60")
+        #expect(response.headers.first(name: "date") != nil)
+        try await Self.settled(client)
+        #expect(client.connection.occupiedStreams == 0)
+        #expect(router.requestsStarted == 0)
+    }
+
+    @Test func aDoHMissIsAnsweredOnTheConnection() async throws {
+        let source = Self.heldSource()
+        let router = HeldRouter()
+        let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: router)
+        try await client.start()
+        let query = DoHAPITests.query(Self.host, type: 1)
+        try await client.request(1, "/dns-query?dns=\(DoHAPITests.base64URL(query))")
+        try await source.waitForQueries(Self.host)
+        source.release(Self.host)
+        let response = try await client.response(1)
+        #expect(response.status == "200")
+        #expect(response.headers.first(name: "content-type") == "application/dns-message")
+        let answer = try DoHAPITests.Decoded(Array(buffer: response.body))
+        #expect(answer.id == 0 && answer.rcode == 0)
+        #expect(answer.answers.map(\.type) == [1] && answer.answers.first?.data == [192, 0, 2, 20])
+        #expect(router.requestsStarted == 0)
+    }
+
+    @Test func aFailedLookupIsA503AsTheRouterGivesIt() async throws {
+        let source = ScriptedSource()
+        source.fail(Self.host, with: .timeout)
+        let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: HeldRouter())
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        let response = try await client.response(1)
+        #expect(response.status == "503")
+        #expect(response.headers.first(name: "retry-after") != nil)
+        #expect(response.text.contains(#""code":"UpstreamUnavailable""#), "\(response.text)")
+    }
+
+    @Test func aLookUpForAResetStreamHoldsItsSlotUntilItEnds() async throws {
+        let source = Self.heldSource()
+        let budget = RequestBudget(streams: 5)
+        let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: HeldRouter(), bodyBudget: budget) {
+            $0.maxConcurrentStreams = 1
+        }
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        try await source.waitForQueries(Self.host)
+        var cancel = ByteBuffer()
+        cancel.writeInteger(HTTP2ErrorCode.cancel.rawValue)
+        try await client.send(HTTP2TestClient.frame(.rstStream, stream: 1, payload: cancel))
+        try await client.request(3, "/d?host=\(Self.host)")
+        let refused = try await client.drain()
+        #expect(refused.map(\.streamID) == [3] && refused.first?.errorCode == .refusedStream, "\(refused)")
+        #expect(client.connection.occupiedStreams == 1, "the lookup for the reset stream 1 still counts")
+        #expect(budget.streamsOpen == 1)
+
+        source.release(Self.host)
+        try await Self.settled(client)
+        #expect(client.connection.occupiedStreams == 0)
+        #expect(client.connection.routerWorkWithoutStream.isEmpty)
+        #expect(budget.streamsOpen == 0)
+        #expect(try await client.drain().filter { $0.streamID == 1 }.isEmpty, "nothing is sent on the reset stream")
+        try await client.request(5, "/d?host=\(Self.host)")
+        #expect(try await client.response(5).status == "200", "the lookup filled the cache")
+    }
+
+    @Test func aDrainWaitsForALookUp() async throws {
+        let source = Self.heldSource()
+        let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: HeldRouter())
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        try await source.waitForQueries(Self.host)
+        client.channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        let announced = try await client.next()
+        #expect(announced.type == .goAway)
+        let ping = try await client.next()
+        try await client.send(HTTP2TestClient.frame(.ping, flags: .ack, stream: 0, payload: ping.payload))
+        let final = try await client.next()
+        #expect(final.type == .goAway && final.payload.getInteger(at: final.payload.readerIndex, as: UInt32.self) == 1)
+        #expect(client.channel.isActive, "open while the lookup runs")
+        source.release(Self.host)
+        #expect(try await client.response(1).status == "200")
+        try await client.waitForClose()
+    }
+
+    @Test func aConnectionClosedDuringALookUpLetsItsSlotGoWhenTheLookUpEnds() async throws {
+        let source = Self.heldSource()
+        let budget = RequestBudget(streams: 5)
+        let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: HeldRouter(), bodyBudget: budget)
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        try await source.waitForQueries(Self.host)
+        nonisolated(unsafe) let connection = client.connection
+        let settled = try await client.channel.eventLoop.submit { connection.closedAndSettled() }.get()
+        try await client.channel.close()
+        #expect(budget.streamsOpen == 1, "held until the lookup ends")
+        source.release(Self.host)
+        try await withTimeout { try await settled.get() }
+        #expect(budget.streamsOpen == 0)
+    }
+
+    @Test func aMissIsAdmittedBeforeItIsLookedUp() async throws {
+        let source = ScriptedSource()
+        source.script(Self.host, ipv4: ["192.0.2.20"], ttl: 60)
+        let fixture = try ServiceFixture(upstream: source) {
+            $0.rateLimitPerSecond = 0.5
+            $0.rateLimitBurst = 1
+        }
+        let client = try await HTTP2TestClient(fixture, router: HeldRouter())
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        #expect(try await client.response(1).status == "200")
+        try await client.request(3, "/d?host=other.example.test")
+        let limited = try await client.response(3)
+        #expect(limited.status == "429")
+        #expect(limited.headers.first(name: "retry-after") == "2")
+        #expect(source.queryCount("other.example.test") == 0, "a refused request asks nothing upstream")
+    }
+}
