@@ -232,13 +232,8 @@ public final class ResolverCache: Sendable {
                 if armStaleTimer { staleTimer = startStaleTimer(key, waiterID: waiterID) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
-                if let waiter = state.flights[key]?.waiters.removeValue(forKey: waiterID) { return waiter }
-                guard let index = state.abandoned[key]?.firstIndex(where: { $0.waiters[waiterID] != nil }) else { return nil }
-                return state.abandoned[key]![index].waiters.removeValue(forKey: waiterID)
-            }
             // Only this task's own waiter has its ID, and it is a suspended task.
-            if case .task(let continuation) = waiter { continuation.resume(throwing: CancellationError()) }
+            if case .task(let continuation) = removeWaiter(key, waiterID: waiterID) { continuation.resume(throwing: CancellationError()) }
         }
 
         if let lateOutcome, let resolution = try deliver(lateOutcome, host: key.host, families: key.families) {
@@ -252,18 +247,24 @@ public final class ResolverCache: Sendable {
     /// exactly once, at once when the cache answers, else on whatever thread the source answers on. Fresh negative
     /// answers and failures come as the ``ResolutionError``s ``resolve(_:families:)`` throws.
     ///
-    /// There is no task to cancel: a caller that loses interest ignores the completion, and the upstream query goes
-    /// on to fill the cache, as it does when a waiting task is cancelled. When the cache can serve stale, a task is
-    /// started to answer this caller stale after ``Configuration/staleAnswerClientTimeout``.
+    /// A caller that loses interest cancels with the returned ticket (nil when the completion was called before
+    /// `resolve` returned): the upstream query goes on to fill the cache, as it does when a waiting task is cancelled.
+    /// When the cache can serve stale, a task is started to answer this caller stale after
+    /// ``Configuration/staleAnswerClientTimeout``.
+    @discardableResult
     package func resolve(
         _ host: HostName,
         families: AddressFamilies,
         completion: @escaping @Sendable (Result<Resolution, ResolutionError>) -> Void
-    ) {
+    ) -> WaiterTicket? {
         do {
-            if let resolution = try cachedResolution(host, families: families) { return completion(.success(resolution)) }
+            if let resolution = try cachedResolution(host, families: families) {
+                completion(.success(resolution))
+                return nil
+            }
         } catch {
-            return completion(.failure(Self.resolutionError(error)))
+            completion(.failure(Self.resolutionError(error)))
+            return nil
         }
         let key = FlightKey(host: host, families: families)
         let waiterID = nextWaiterID()
@@ -280,16 +281,41 @@ public final class ResolverCache: Sendable {
             } catch {
                 completion(.failure(Self.resolutionError(error)))
             }
+            return nil
         case .cancelled:
             completion(.failure(ResolutionError(.internalError, "a lookup without a task was cancelled")))
+            return nil
         case .joined:
             metrics.coalesced.increment()
         case .started:
             launch(key, generation: generation)
         case .rejected(let pending):
             counted(.failure(Self.rejection(key, pending: pending)))
+            return nil
         }
         if armStaleTimer { _ = startStaleTimer(key, waiterID: waiterID) }
+        return WaiterTicket(key: key, waiterID: waiterID)
+    }
+
+    /// A completion waiting for an upstream answer, to cancel with ``cancel(_:)``.
+    package struct WaiterTicket: Sendable {
+        let key: FlightKey
+        let waiterID: UInt64
+    }
+
+    /// Stops waiting for the answer of ``resolve(_:families:completion:)``. True when the completion will not be
+    /// called; false when it has been called already, or is being called (the answer came first).
+    package func cancel(_ ticket: WaiterTicket) -> Bool {
+        removeWaiter(ticket.key, waiterID: ticket.waiterID) != nil
+    }
+
+    /// Takes a waiter out of its flight, or out of an abandoned one; nil when the flight has answered it.
+    private func removeWaiter(_ key: FlightKey, waiterID: UInt64) -> Waiter? {
+        state.withLock { state -> Waiter? in
+            if let waiter = state.flights[key]?.waiters.removeValue(forKey: waiterID) { return waiter }
+            guard let index = state.abandoned[key]?.firstIndex(where: { $0.waiters[waiterID] != nil }) else { return nil }
+            return state.abandoned[key]![index].waiters.removeValue(forKey: waiterID)
+        }
     }
 
     private func nextWaiterID() -> UInt64 {

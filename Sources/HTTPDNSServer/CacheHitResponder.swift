@@ -84,6 +84,6 @@ final class CacheHitResponder: CacheHitAnswering {
 /// completion gets the reply, or the router's.
 enum LocalAnswer {
     case reply(Reply)
-    case lookUp(@Sendable (_ completion: @escaping @Sendable (Reply) -> Void) -> Void)
+    case lookUp(@Sendable (_ eventLoop: any EventLoop, _ completion: @escaping @Sendable (Reply) -> Void) -> CacheMiss.Cancellation)
     case router
 }

@@ -44,20 +44,25 @@ struct DoHAPI: Sendable {
         guard let target = question.target else { return .reply(question.reply(nil)) }
         guard let outcome = cachedLookUp(target.host, target.family) else {
             guard lookingUp else { return .router }
-            return .lookUp { completion in
-                resolver.resolve(target.host, families: AddressFamilies(target.family)) { result in
+            return .lookUp { eventLoop, completion in
+                let ticket = resolver.resolve(target.host, families: AddressFamilies(target.family)) { result in
                     let outcome: Outcome
                     switch result {
                     case .success(let resolution): outcome = Self.outcome(resolution, target.family)
                     case .failure(let error): outcome = Self.outcome(error)
                     }
                     guard case .wire(let query, _) = question, outcome.isNegative, let relay else {
-                        return completion(question.reply(outcome))
+                        // The reply is built on the event loop, not on the thread the source answered on.
+                        return eventLoop.execute { completion(question.reply(outcome)) }
                     }
                     // The upstream's own negative answer, with its SOA, as ``answer(_:)`` gives it: the relay is
                     // asynchronous, and negative answers are few, so this one takes a task.
-                    Task { completion(await Self.negativeReply(query, question, outcome, relay: relay)) }
+                    Task {
+                        let reply = await Self.negativeReply(query, question, outcome, relay: relay)
+                        eventLoop.execute { completion(reply) }
+                    }
                 }
+                return ticket.map { ticket in CacheMiss.Cancellation { resolver.cancel(ticket) } } ?? .none
             }
         }
         // A negative wire answer carries the upstream's SOA: the relay's answer, when it holds one that agrees.

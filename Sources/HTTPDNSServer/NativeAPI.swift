@@ -30,17 +30,21 @@ struct NativeAPI: Sendable {
         guard let (host, families) = try? Self.singleQuestion(parameters) else { return .router }
         if let answer = cachedAnswer(host, families) { return .reply(Self.singleReply(host, families, answer)) }
         guard lookingUp else { return .router }
-        return .lookUp { completion in
-            resolver.resolve(host, families: families) { result in
-                switch result {
-                case .success(let resolution):
-                    completion(Self.singleReply(host, families, Answer(resolution)))
-                case .failure(let error) where error.code.isNegativeAnswer:
-                    completion(Self.singleReply(host, families, Answer(negative: error)))
-                case .failure(let error):
-                    completion(unavailable(host, error).reply)
+        return .lookUp { eventLoop, completion in
+            let ticket = resolver.resolve(host, families: families) { result in
+                // The reply is built on the event loop, not on the thread the source answered on.
+                eventLoop.execute {
+                    switch result {
+                    case .success(let resolution):
+                        completion(Self.singleReply(host, families, Answer(resolution)))
+                    case .failure(let error) where error.code.isNegativeAnswer:
+                        completion(Self.singleReply(host, families, Answer(negative: error)))
+                    case .failure(let error):
+                        completion(unavailable(host, error).reply)
+                    }
                 }
             }
+            return ticket.map { ticket in CacheMiss.Cancellation { resolver.cancel(ticket) } } ?? .none
         }
     }
 

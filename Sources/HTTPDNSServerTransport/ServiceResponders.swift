@@ -36,21 +36,39 @@ public enum GETAnswer: Sendable {
 }
 
 /// A GET the cache missed that the service answers without the router or a task: the connection starts it once, and
-/// its completion is called exactly once, on any thread, with the reply. The request was admitted (its length and the
-/// client's rate) before it was made.
+/// its completion is called at most once, on the event loop it names, with the reply. The request was admitted (its
+/// length and the client's rate) before it was made.
 public struct CacheMiss: Sendable {
     /// The route, for the request metrics.
     public let route: String
-    private let lookUp: @Sendable (@escaping @Sendable (Reply) -> Void) -> Void
+    private let lookUp: @Sendable (any EventLoop, @escaping @Sendable (Reply) -> Void) -> Cancellation
 
-    public init(route: String, lookUp: @escaping @Sendable (_ completion: @escaping @Sendable (Reply) -> Void) -> Void) {
+    /// - Parameter lookUp: starts the lookup; calls the completion on the event loop it is given, and returns how to
+    ///   stop waiting.
+    public init(route: String, lookUp: @escaping @Sendable (_ eventLoop: any EventLoop, _ completion: @escaping @Sendable (Reply) -> Void) -> Cancellation) {
         self.route = route
         self.lookUp = lookUp
     }
 
-    /// Starts the lookup; `completion` gets the reply.
-    public func start(_ completion: @escaping @Sendable (Reply) -> Void) {
-        lookUp(completion)
+    /// Starts the lookup; `completion` gets the reply on `eventLoop`, unless the lookup is cancelled first.
+    public func start(on eventLoop: any EventLoop, _ completion: @escaping @Sendable (Reply) -> Void) -> Cancellation {
+        lookUp(eventLoop, completion)
+    }
+
+    /// Stops waiting for a lookup's reply.
+    public struct Cancellation: Sendable {
+        private let cancel: @Sendable () -> Bool
+
+        /// - Parameter cancel: true when the completion will not be called; false when it has been, or will be.
+        public init(_ cancel: @escaping @Sendable () -> Bool) {
+            self.cancel = cancel
+        }
+
+        /// A lookup that has completed already, or is sure to: nothing to cancel.
+        public static let none = Cancellation { false }
+
+        /// True when the completion will not be called; false when it has been, or will be (the answer came first).
+        public func callAsFunction() -> Bool { cancel() }
     }
 }
 

@@ -110,6 +110,29 @@ import Testing
         }
     }
 
+    @Test func aCancelledWaiterIsNeverCalledAndTheQueryStillFillsTheCache() async throws {
+        let f = try CacheFixture()
+        f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
+        f.source.hold("www.example")
+        let calls = Mutex(0)
+        let ticket = try #require(f.cache.resolve(host("www.example"), families: .ipv4) { _ in calls.withLock { $0 += 1 } })
+        try await f.source.waitForQueries("www.example")
+        #expect(f.cache.cancel(ticket), "cancelled before the answer")
+        #expect(!f.cache.cancel(ticket), "once")
+        let waiting = Task { try await f.cache.resolve(host("www.example"), families: .ipv4) }
+        await waitUntil("the task joins the flight") { f.cache.stats.coalescedLookups == 1 }
+        f.source.release("www.example")
+        #expect(try await waiting.value.ipv4 == [v4("192.0.2.1")])
+        #expect(calls.withLock { $0 } == 0)
+        #expect(try f.cache.cachedResolution(host("www.example"), families: .ipv4) != nil, "the query filled the cache")
+
+        // Answered: too late to cancel, and called once.
+        let answered = try #require(f.cache.resolve(host("other.example"), families: .ipv4) { _ in calls.withLock { $0 += 1 } })
+        await waitUntil("the answer") { calls.withLock { $0 } == 1 }
+        #expect(!f.cache.cancel(answered))
+        #expect(f.cache.resolve(host("www.example"), families: .ipv4) { _ in } == nil, "a hit leaves nothing to cancel")
+    }
+
     @Test func aLookUpWithoutFamiliesCompletesWithTheError() async throws {
         let f = try CacheFixture()
         guard case .failure(let error) = await resolve(f.cache, "www.example", families: []) else {

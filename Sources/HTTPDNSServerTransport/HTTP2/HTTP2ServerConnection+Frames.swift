@@ -188,7 +188,7 @@ extension HTTP2ServerConnection {
             return receiveDataWithoutStream(id)
         }
         requestBodyReceived(streamID: id, data: data, flowControlledLength: header.length, endStream: endStream)
-        if receiveWindow == 0, creditOwed == 0, phase != .closed, routerWorkWithoutStream.isEmpty,
+        if receiveWindow == 0, creditOwed == 0, phase != .closed, !routerWorkWithoutStream.values.contains(where: { $0.heldBytes > 0 }),
             !streams.values.contains(where: { $0.answering != nil && $0.heldBytes > 0 })
         {
             // Unfinished bodies take the whole window, and nothing the router holds will come back to free it. One
@@ -213,8 +213,7 @@ extension HTTP2ServerConnection {
         guard id != 0 else { return connectionError(.protocolError, "RST_STREAM on stream 0") }
         guard header.length == 4 else { return connectionError(.frameSizeError, "RST_STREAM of \(header.length) bytes") }
         guard !isIdle(id) else { return connectionError(.protocolError, "RST_STREAM on idle stream \(id)") }
-        guard let stream = removeStream(id, reset: true) else { return }  // closed already
-        stream.abandon()
+        guard abandonStream(id) != nil else { return }  // closed already
         streamEnded()
         countGlitch()
     }
@@ -353,9 +352,6 @@ extension HTTP2ServerConnection {
     func resetStream(_ id: UInt32, _ code: HTTP2ErrorCode) {
         output.buffer.writeHTTP2ResetStream(id, code: code)
         recentlyReset.insert(id)
-        if let stream = removeStream(id, reset: true) {
-            stream.abandon()
-            streamEnded()
-        }
+        if abandonStream(id) != nil { streamEnded() }
     }
 }

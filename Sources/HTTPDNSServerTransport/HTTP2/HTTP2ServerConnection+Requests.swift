@@ -44,14 +44,16 @@ extension HTTP2ServerConnection {
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.openedInRead = readsEnded
         stream.requestEnded = true
-        stream.answering = .lookUp
+        stream.answering = .lookUp(.none)
         open(stream, streamID: id)
         routerTaskStarted()
         let connection = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let eventLoop = context.eventLoop
-        miss.start { reply in
-            eventLoop.execute { connection.value.lookedUp(reply, route: miss.route, streamID: id, started: started) }
+        let route = miss.route
+        let cancellation = miss.start(on: context.eventLoop) { reply in
+            connection.value.lookedUp(reply, route: route, streamID: id, started: started)
         }
+        // The completion comes in a later turn of the loop: the stream is still in the table.
+        if streams[id] != nil { streams[id]!.answering = .lookUp(cancellation) }
     }
 
     /// A lookup's reply, on the event loop: sent when its stream is still there.
@@ -65,7 +67,7 @@ extension HTTP2ServerConnection {
                 // With the other replies of this turn of the event loop (those of one upstream read): one flush.
                 flushOutputSoon()
             } else {
-                removeStream(id, reset: true)?.abandon()
+                abandonStream(id)
             }
         }
         routerWorkEnded(streamID: id)

@@ -230,7 +230,7 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
         idleCheck = nil
         headerDeadline?.cancel()
         headerDeadline = nil
-        for id in Array(streams.keys) { removeStream(id, reset: true)?.abandon() }
+        for id in Array(streams.keys) { abandonStream(id) }
     }
 
     /// Takes a stream out of the table. The body bytes it held are let go, unless the router has the body and is
@@ -325,10 +325,21 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
                 resetStream(id, .internalError)
                 flushOutputSoon()
             } else {
-                removeStream(id, reset: true)?.abandon()
+                abandonStream(id)
             }
         }
         routerWorkEnded(streamID: id)
+    }
+
+    /// Takes a stream that is gone (reset, timed out, its connection closed) out of the table: the router's task is
+    /// cancelled and its writer told; a lookup that has not answered yet is let go at once, with what it held (the
+    /// upstream query goes on and fills the cache).
+    @discardableResult
+    func abandonStream(_ id: UInt32) -> HTTP2ServerStream? {
+        guard let stream = removeStream(id, reset: true) else { return nil }
+        stream.abandon()
+        if case .lookUp(let cancel) = stream.answering, cancel() { routerWorkEnded(streamID: id) }
+        return stream
     }
 
     /// The router's work for a stream (a task, or a lookup) has ended, and its stream has left the table or holds its

@@ -35,7 +35,7 @@ struct HTTP2ServerStream {
 
     enum Answering {
         case router(Task<Void, Never>)
-        case lookUp
+        case lookUp(CacheMiss.Cancellation)
     }
 
     init(head: HTTP2RequestHead, sendWindow: Int) {
@@ -46,7 +46,7 @@ struct HTTP2ServerStream {
     var isHEAD: Bool { head.method == "HEAD" }
 
     /// The stream is gone (reset, timed out, or its connection closed): the router's task is cancelled and its
-    /// writer told. A lookup goes on (it fills the cache), and its reply is dropped.
+    /// writer told. A lookup is let go by ``HTTP2ServerConnection/abandonStream(_:)``.
     func abandon() {
         if case .router(let task) = answering { task.cancel() }
         deadline?.cancel()
