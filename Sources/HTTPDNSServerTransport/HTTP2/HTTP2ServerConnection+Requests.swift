@@ -18,13 +18,7 @@ extension HTTP2ServerConnection {
                 break
             }
         }
-        guard bodyBudget.reserveStream() else {
-            // The service holds as many streams as it will: the client may try this request again.
-            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
-            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
-            recentlyReset.insert(id)
-            return
-        }
+        guard reserveStream(id) else { return }
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.openedInRead = readsEnded
         open(stream, streamID: id)
@@ -35,12 +29,7 @@ extension HTTP2ServerConnection {
     /// the router answers is: it takes one of the service's streams, its idle deadline runs, a reset or a close drops
     /// it, and a drain waits for it.
     private func lookUp(_ miss: CacheMiss, streamID id: UInt32, head: HTTP2RequestHead, started: ContinuousClock.Instant, context: ChannelHandlerContext) {
-        guard bodyBudget.reserveStream() else {
-            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
-            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
-            recentlyReset.insert(id)
-            return
-        }
+        guard reserveStream(id) else { return }
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.openedInRead = readsEnded
         stream.requestEnded = true
@@ -71,6 +60,18 @@ extension HTTP2ServerConnection {
             }
         }
         routerWorkEnded(streamID: id)
+    }
+
+    /// Takes one of the service's streams for stream `id`, or refuses the stream (REFUSED_STREAM, so the client may
+    /// try the request again) when the service holds as many as it will.
+    func reserveStream(_ id: UInt32) -> Bool {
+        guard bodyBudget.reserveStream() else {
+            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
+            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
+            recentlyReset.insert(id)
+            return false
+        }
+        return true
     }
 
     /// Enters a stream in the table, with the deadline that resets it if it is still open after the idle timeout:

@@ -9,12 +9,7 @@ extension HTTP2ServerConnection {
     func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
         let length = reply.body.readableBytes
         let fits = length <= sendWindow && length <= peer.initialWindowSize && length <= output.maxFrameSize
-        guard fits || bodyBudget.reserveStream() else {
-            logger.debug("HTTP/2 request refused: the service's stream budget is spent", metadata: ["http2.stream": "\(id)"])
-            output.buffer.writeHTTP2ResetStream(id, code: .refusedStream)
-            recentlyReset.insert(id)
-            return
-        }
+        guard fits || reserveStream(id) else { return }
         output.writeReply(reply, streamID: id, withBody: fits)
         if fits {
             sendWindow -= length
