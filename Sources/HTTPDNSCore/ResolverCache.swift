@@ -243,9 +243,9 @@ public final class ResolverCache: Sendable {
         return try outcome.get()
     }
 
-    /// ``resolve(_:families:)`` for a caller that must not suspend, such as an event loop: `completion` is called
-    /// exactly once, at once when the cache answers, else on whatever thread the source answers on. Fresh negative
-    /// answers and failures come as the ``ResolutionError``s ``resolve(_:families:)`` throws.
+    /// ``resolve(_:families:)`` for a caller that must not suspend, such as an event loop: `completion` is called once
+    /// (unless cancelled first), at once when the cache answers, else on whatever thread the source answers on. Fresh
+    /// negative answers and failures come as the ``ResolutionError``s ``resolve(_:families:)`` throws.
     ///
     /// A caller that loses interest cancels with the returned ticket (nil when the completion was called before
     /// `resolve` returned): the upstream query goes on to fill the cache, as it does when a waiting task is cancelled.

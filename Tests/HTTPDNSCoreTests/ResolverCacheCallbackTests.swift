@@ -133,6 +133,55 @@ import Testing
         #expect(f.cache.resolve(host("www.example"), families: .ipv4) { _ in } == nil, "a hit leaves nothing to cancel")
     }
 
+    @Test func aSlowRefreshAnswersACallbackStaleOnceAndTheAnswerDoesNotCallItAgain() async throws {
+        let f = try CacheFixture {
+            $0.staleAnswerTTL = .seconds(7)
+            $0.refreshAheadFraction = 0
+            $0.staleAnswerClientTimeout = .milliseconds(20)
+        }
+        f.source.script("www.example", ipv4: ["192.0.2.1"], ttl: 60)
+        _ = try await resolve(f.cache, "www.example", families: .ipv4).get()
+        f.clock.advance(seconds: 61)
+        f.source.hold("www.example")
+        f.source.script("www.example", ipv4: ["192.0.2.2"], ttl: 60)
+        let calls = Mutex<[Resolution]>([])
+        // The refresh is held until released below, so only the client response timer can answer this.
+        let stale: Resolution = try await withCheckedThrowingContinuation { continuation in
+            f.cache.resolve(host("www.example"), families: .ipv4) { result in
+                calls.withLock { $0.append(try! result.get()) }
+                continuation.resume(with: result.mapError { $0 as any Error })
+            }
+        }
+        #expect(stale.stale && stale.ttlSeconds == 7 && stale.ipv4 == [v4("192.0.2.1")])
+        f.source.release("www.example")
+        await waitUntil { f.cache.stats.pendingQueries == 0 }
+        #expect(calls.withLock { $0.count } == 1, "the refresh's answer does not call the completion a second time")
+        #expect(try await resolve(f.cache, "www.example", families: .ipv4).get().ipv4 == [v4("192.0.2.2")])
+    }
+
+    @Test func aCallbackOfAnAbandonedQueryIsAnsweredOnceOrCancelled() async throws {
+        let f = try CacheFixture()
+        f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 600)
+        f.source.hold("a.example")
+        let answered = Task { await resolve(f.cache, "a.example", families: .ipv4) }
+        try await f.source.waitForQueries("a.example")
+        f.cache.flushAll(abandoningQueriesInFlight: true)
+        f.source.release("a.example")
+        #expect(try await answered.value.get().ipv4 == [v4("192.0.2.1")])
+        #expect(f.cache.stats.entries == 0, "an abandoned query's answer is not stored")
+
+        f.source.script("b.example", ipv4: ["192.0.2.2"], ttl: 600)
+        f.source.hold("b.example")
+        let calls = Mutex(0)
+        let ticket = try #require(f.cache.resolve(host("b.example"), families: .ipv4) { _ in calls.withLock { $0 += 1 } })
+        try await f.source.waitForQueries("b.example")
+        f.cache.flushAll(abandoningQueriesInFlight: true)
+        #expect(f.cache.cancel(ticket), "a waiter of an abandoned query can be cancelled")
+        f.source.release("b.example")
+        await waitUntil { f.cache.stats.pendingQueries == 0 }
+        #expect(calls.withLock { $0 } == 0)
+    }
+
     @Test func aLookUpWithoutFamiliesCompletesWithTheError() async throws {
         let f = try CacheFixture()
         guard case .failure(let error) = await resolve(f.cache, "www.example", families: []) else {

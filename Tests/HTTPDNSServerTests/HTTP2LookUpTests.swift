@@ -147,6 +147,34 @@ import Testing
         #expect(client.connection.occupiedStreams == 0)
     }
 
+    /// A `CacheMiss` may complete on the loop before `start` returns (the service's own never do): the stream is
+    /// answered, and its slot let go once the reply has gone out.
+    @Test func aLookUpCompletedBeforeItsStartReturnsIsAnsweredAndLetGo() async throws {
+        struct Inline: CacheHitAnswering {
+            let requestMetrics = RequestMetrics()
+            func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)? { nil }
+            func answer(toGET target: String, channel: any Channel) -> GETAnswer {
+                .lookUp(
+                    CacheMiss(route: "/d") { _, completion in
+                        completion(Reply(contentType: "application/json", cacheControl: .noStore, body: ByteBuffer(string: String(repeating: "x", count: 100))))
+                        return .none
+                    }
+                )
+            }
+        }
+        let budget = RequestBudget(streams: 5)
+        let client = try await HTTP2TestClient(try ServiceFixture(), router: HeldRouter(), cacheHits: Inline(), bodyBudget: budget)
+        try await client.start(settings: [(HTTP2Setting.initialWindowSize, 10)])
+        try await client.request(1, "/d?host=\(Self.host)")
+        #expect(try await client.drain().map(\.type) == [.headers, .data])
+        var increment = ByteBuffer()
+        increment.writeInteger(UInt32(1000))
+        try await client.send(HTTP2TestClient.frame(.windowUpdate, stream: 1, payload: increment))
+        #expect(try await client.drain().last?.flags.contains(.endStream) == true)
+        #expect(budget.streamsOpen == 0)
+        #expect(client.connection.routerWorkWithoutStream.isEmpty && client.connection.routerTasksRunning == 0)
+    }
+
     @Test func aDrainWaitsForALookUp() async throws {
         let source = Self.heldSource()
         let client = try await HTTP2TestClient(try ServiceFixture(upstream: source), router: HeldRouter())

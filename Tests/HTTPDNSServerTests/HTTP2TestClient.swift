@@ -56,10 +56,12 @@ final class HTTP2TestClient {
 
     /// - Parameters:
     ///   - router: stands in for the service's router (fault injection); the service's own by default.
+    ///   - cacheHits: stands in for the service's cache-hit and lookup path; the service's own by default.
     ///   - bodyBudget: the request body bytes the service holds, shared by every connection given it.
     init(
         _ fixture: ServiceFixture,
         router: (any RouterResponding)? = nil,
+        cacheHits: (any CacheHitAnswering)? = nil,
         bodyBudget: RequestBudget = RequestBudget(),
         configure: (inout HTTP2ServerConnection.Configuration) -> Void = { _ in }
     ) async throws {
@@ -76,7 +78,7 @@ final class HTTP2TestClient {
         connection = HTTP2ServerConnection(
             configuration: configuration,
             bodyBudget: bodyBudget,
-            cacheHits: fixture.service.cacheHitResponder(logger: logger),
+            cacheHits: cacheHits ?? fixture.service.cacheHitResponder(logger: logger),
             router: router,
             logger: logger
         )

@@ -41,8 +41,9 @@ extension HTTP2ServerConnection {
         let cancellation = miss.start(on: context.eventLoop) { reply in
             connection.value.lookedUp(reply, route: route, streamID: id, started: started)
         }
-        // The completion comes in a later turn of the loop: the stream is still in the table.
-        if streams[id] != nil { streams[id]!.answering = .lookUp(cancellation) }
+        // Unless the completion has run already (it may, on this loop, before `start` returns), the stream waits for
+        // it, and a reset or a close cancels it.
+        if case .lookUp = streams[id]?.answering { streams[id]!.answering = .lookUp(cancellation) }
     }
 
     /// A lookup's reply, on the event loop: sent when its stream is still there.

@@ -105,7 +105,9 @@ final class HTTP2ServerConnection: ChannelInboundHandler, RemovableChannelHandle
     /// still holds (released when the task ends) and whether the stream was reset.
     var routerWorkWithoutStream: [UInt32: (heldBytes: Int, reset: Bool)] = [:]
     /// Of those, the reset ones: they count against the stream limit, so that resetting streams does not let a
-    /// client start more work than the limit. (A stream answered in full does not: its task is ending.)
+    /// client start more work than the limit. (A stream answered in full does not: its task is ending. Nor does a
+    /// cache miss's lookup, which is let go at once: its upstream query goes on in the cache, bounded there by
+    /// `maxPendingQueries`, and the resets themselves by the glitch limits.)
     var resetRouterWork = 0
     /// Credit given past what was let go (one byte when held bodies took the whole window), taken back from the
     /// next bytes let go.
