@@ -78,7 +78,11 @@ import Testing
     @Test func theMetricsCountCallbacksAsTheyCountTasks() async throws {
         let metrics = TestMetrics()
         try await withMetricsFactory(metrics) {
-            let f = try CacheFixture { $0.maxPendingQueries = 1 }
+            let f = try CacheFixture {
+                $0.maxPendingQueries = 1
+                // The refresh below is held as long as the test takes: no client response timer answers it stale.
+                $0.staleAnswerClientTimeout = .zero
+            }
             func lookups(_ result: String) -> Int64 {
                 metrics.counterTotal(label: "httpdns_cache_lookups_total", dimensions: [("result", result)])
             }
