@@ -268,11 +268,7 @@ public final class ResolverCache: Sendable {
         }
         let key = FlightKey(host: host, families: families)
         let waiterID = nextWaiterID()
-        let counted: @Sendable (Result<Resolution, ResolutionError>) -> Void = { [self] outcome in
-            countUpstream(outcome)
-            completion(outcome)
-        }
-        let (join, generation, armStaleTimer) = join(key, waiterID: waiterID, as: .callback(counted), checkingCancellation: false)
+        let (join, generation, armStaleTimer) = join(key, waiterID: waiterID, as: .callback(completion), checkingCancellation: false)
         switch join {
         case .answered(let outcome):
             do {
@@ -290,7 +286,7 @@ public final class ResolverCache: Sendable {
         case .started:
             launch(key, generation: generation)
         case .rejected(let pending):
-            counted(.failure(Self.rejection(key, pending: pending)))
+            resume(.callback(completion), .failure(Self.rejection(key, pending: pending)))
             return nil
         }
         if armStaleTimer { _ = startStaleTimer(key, waiterID: waiterID) }
@@ -376,6 +372,13 @@ public final class ResolverCache: Sendable {
         error as? ResolutionError ?? ResolutionError(.internalError, "the cache failed: \(error)", cause: error)
     }
 
+    /// Hands a waiter its outcome. A callback's is counted here; a task counts its own as it returns from
+    /// ``resolveUpstream(_:)``.
+    private func resume(_ waiter: Waiter, _ outcome: Result<Resolution, ResolutionError>) {
+        if case .callback = waiter { countUpstream(outcome) }
+        waiter.resume(outcome)
+    }
+
     /// Counts a flight's outcome for one of its waiters, as the metrics name it.
     private func countUpstream(_ outcome: Result<Resolution, ResolutionError>) {
         switch outcome {
@@ -398,7 +401,7 @@ public final class ResolverCache: Sendable {
                 state.answerWaiterStale(key, waiterID: waiterID, now: clock.now(), limits: limits)
             }
             if let (waiter, resolution) = taken {
-                waiter.resume(.success(resolution))
+                resume(waiter, .success(resolution))
             }
         }
     }
@@ -472,7 +475,7 @@ public final class ResolverCache: Sendable {
             )
         }
         for waiter in waiters.values {
-            waiter.resume(delivered)
+            resume(waiter, delivered)
         }
     }
 }

@@ -1,3 +1,4 @@
+import HTTPDNSCore
 import HTTPDNSServerTransport
 import Hummingbird
 import HummingbirdCore
@@ -86,4 +87,12 @@ enum LocalAnswer {
     case reply(Reply)
     case lookUp(@Sendable (_ eventLoop: any EventLoop, _ completion: @escaping @Sendable (Reply) -> Void) -> CacheMiss.Cancellation)
     case router
+}
+
+extension CacheMiss.Cancellation {
+    /// Cancels the completion a cache lookup is waiting with; nothing to cancel when the cache answered at once (no
+    /// ticket).
+    init(_ resolver: ResolverCache, _ ticket: ResolverCache.WaiterTicket?) {
+        self = ticket.map { ticket in Self { resolver.cancel(ticket) } } ?? .none
+    }
 }

@@ -21,13 +21,6 @@ struct DoHAPI: Sendable {
         Response(await answer(try Self.getQuestion(request.uri.queryParameters)))
     }
 
-    /// `GET /dns-query` answered from the cache without suspending, for ``CacheHitResponder``; nil when upstream
-    /// must be asked or the request is not a valid one (``get(_:)`` answers both).
-    func cachedGet(_ parameters: some QueryParameters) -> Reply? {
-        guard case .reply(let reply) = localGet(parameters, lookingUp: false) else { return nil }
-        return reply
-    }
-
     /// `GET /dns-query` without the router: from the cache, or (`lookingUp`) an A or AAAA question the cache missed,
     /// as a lookup whose reply is the one ``get(_:)`` would give. Everything else is the router's: requests that are
     /// not valid, and other types the relay's cache does not hold.
@@ -62,7 +55,7 @@ struct DoHAPI: Sendable {
                         eventLoop.execute { completion(reply) }
                     }
                 }
-                return ticket.map { ticket in CacheMiss.Cancellation { resolver.cancel(ticket) } } ?? .none
+                return CacheMiss.Cancellation(resolver, ticket)
             }
         }
         // A negative wire answer carries the upstream's SOA: the relay's answer, when it holds one that agrees.

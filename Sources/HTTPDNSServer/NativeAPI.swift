@@ -17,13 +17,6 @@ struct NativeAPI: Sendable {
         return Response(Self.singleReply(host, families, try await resolve(host, families)))
     }
 
-    /// `/d` answered from the cache without suspending, for ``CacheHitResponder``; nil when upstream must be asked
-    /// or the request is not a valid one (``single(_:)`` answers both).
-    func cachedSingle(_ parameters: some QueryParameters) -> Reply? {
-        guard case .reply(let reply) = localSingle(parameters, lookingUp: false) else { return nil }
-        return reply
-    }
-
     /// `/d` without the router: from the cache, or (`lookingUp`) as a lookup whose reply is the one ``single(_:)``
     /// would give. A request that is not valid is the router's.
     func localSingle(_ parameters: some QueryParameters, lookingUp: Bool) -> LocalAnswer {
@@ -44,7 +37,7 @@ struct NativeAPI: Sendable {
                     }
                 }
             }
-            return ticket.map { ticket in CacheMiss.Cancellation { resolver.cancel(ticket) } } ?? .none
+            return CacheMiss.Cancellation(resolver, ticket)
         }
     }
 
