@@ -357,7 +357,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         headers.add(name: ":method", value: request.method.rawValue)
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: request.authority)
-        headers.add(name: ":path", value: request.path)
+        // Each lookup's path is new (a name, or a query's bytes): kept out of the dynamic table, which would otherwise
+        // fill with paths never sent again and be searched, end to end, for every field of every request.
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         for (name, value) in request.headers { headers.add(name: name, value: value) }
         if let body = request.body { headers.add(name: "content-length", value: String(body.count)) }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)

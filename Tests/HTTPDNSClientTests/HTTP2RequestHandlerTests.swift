@@ -83,10 +83,10 @@ struct HTTP2RequestHandlerTests {
             }
         }
 
-        func request() -> EventLoopFuture<HTTP2ServiceResponse> {
+        func request(path: String = "/q", headers: [(String, String)] = []) -> EventLoopFuture<HTTP2ServiceResponse> {
             let promise = client.eventLoop.makePromise(of: HTTP2ServiceResponse.self)
             handler.submit(
-                HTTP2ServiceRequest(method: .GET, path: "/q", authority: "a.test", headers: [], body: nil),
+                HTTP2ServiceRequest(method: .GET, path: path, authority: "a.test", headers: headers, body: nil),
                 deadline: .now() + .seconds(3600),
                 promise: promise
             )
@@ -308,5 +308,24 @@ struct HTTP2RequestHandlerTests {
             return
         }
         #expect(!pair.client.isActive)
+    }
+
+    /// Each request's path (new with every name looked up) is a literal the server does not add to its HPACK table, so
+    /// neither side's table fills with paths never sent again; the fields every request repeats are indexed.
+    @Test func thePathIsNeverAddedToTheHeaderTable() throws {
+        let pair = try Pair()
+        for index in 0..<3 {
+            _ = pair.request(path: "/d?host=n\(index).example&query=4", headers: [("accept", "application/json")])
+        }
+        try pair.pump()
+        let blocks = pair.serverFrames.frames.compactMap { frame in if case .headers(let headers) = frame.payload { headers.headers } else { nil } }
+        #expect(blocks.count == 3)
+        for (index, block) in blocks.enumerated() {
+            let fields = Dictionary(block.map { ($0.name, ($0.value, $0.indexable)) }, uniquingKeysWith: { first, _ in first })
+            #expect(fields[":path"]?.0 == "/d?host=n\(index).example&query=4")
+            #expect(fields[":path"]?.1 == .nonIndexable)
+            #expect(fields[":authority"]?.1 == .indexable)
+            #expect(fields["accept"]?.1 == .indexable)
+        }
     }
 }
