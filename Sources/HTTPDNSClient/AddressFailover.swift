@@ -60,7 +60,7 @@ final class AddressFailover: Sendable {
     /// - Throws: ``ResolutionError``: a rejected certificate first, else the first address's failure when all failed,
     ///   `.timeout` when the budget ran out.
     func run<Result: Sendable>(
-        subject: String,
+        subject: @autoclosure () -> String,
         describe: (Int) -> String,
         _ attempt: (_ index: Int, _ deadline: NIODeadline) async -> Swift.Result<Result, AttemptFailure>
     ) async throws(ResolutionError) -> Result {
@@ -111,11 +111,11 @@ final class AddressFailover: Sendable {
                 )
             }
         }
-        if Task.isCancelled { throw ResolutionError(.timeout, "the lookup of \(subject) was cancelled") }
+        if Task.isCancelled { throw ResolutionError(.timeout, "the lookup of \(subject()) was cancelled") }
         if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
         if let first = failures.first, NIODeadline.now() < budgetEnds { throw first }
         let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
-        throw ResolutionError(.timeout, "no \(sourceName) \(noun) answered for \(subject) within \(budget.clampedMilliseconds) ms\(tried)")
+        throw ResolutionError(.timeout, "no \(sourceName) \(noun) answered for \(subject()) within \(budget.clampedMilliseconds) ms\(tried)")
     }
 
     /// Each address's failures in a row, in the configuration's order: what its cool-down follows.

@@ -83,12 +83,13 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
         do {
             return try await client.send("", accept: accept, body: (accept, query), host: "a relayed query of \(query.count) bytes") {
                 answer throws(ServiceClient.AttemptFailure) -> [UInt8] in
-                let from = "\(answer.endpoint)"
                 guard answer.status == .ok else {
-                    throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code)"))
+                    throw .tryNext(
+                        ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(answer.endpoint) answered \(answer.status.code)")
+                    )
                 }
                 do throws(ResolutionError) {
-                    return try RelayAnswer.accept(Array(buffer: answer.body), to: query, from: from, refusal: &refusal)
+                    return try RelayAnswer.accept(Array(buffer: answer.body), to: query, from: "\(answer.endpoint)", refusal: &refusal)
                 } catch {
                     throw .answer(error)
                 }
@@ -103,9 +104,10 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
     static func familyAnswer(_ answer: ServiceClient.Answer, host: HostName, type: DNSRecordType) throws(ServiceClient.AttemptFailure)
         -> FamilyAnswer<IPAddress>
     {
-        let from = "\(answer.endpoint)"
         guard answer.status == .ok else {
-            let error = ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code) for \(host)")
+            let error = ResolutionError(
+                answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(answer.endpoint) answered \(answer.status.code) for \(host)"
+            )
             // Our queries are well formed: even a 400 is that address's fault.
             throw .tryNext(error)
         }
@@ -113,9 +115,9 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
         do {
             message = try DNSMessage(parsing: Array(buffer: answer.body))
         } catch {
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
         }
-        switch familyAnswer(message, from: from, host: host, type: type) {
+        switch familyAnswer(message, from: "\(answer.endpoint)", host: host, type: type) {
         case .success(let answer): return answer
         case .failure(let error): throw .answer(error)
         }
@@ -123,12 +125,12 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
 
     /// Reads the DNS response `message` to the query (ID 0) for `host` and `type`, from the server `from`: DoH's and
     /// DoT's answers alike. A failure is that server's: the next may answer.
-    static func familyAnswer(_ message: DNSMessage, from: String, host: HostName, type: DNSRecordType) -> Result<FamilyAnswer<IPAddress>, ResolutionError> {
+    static func familyAnswer(_ message: DNSMessage, from: @autoclosure () -> String, host: HostName, type: DNSRecordType) -> Result<FamilyAnswer<IPAddress>, ResolutionError> {
         guard message.isResponse, message.id == 0, message.questions.count == 1,
             message.questions[0].type == type, message.questions[0].recordClass == 1,
             message.questions[0].name.lowercased() == host.value
         else {
-            return .failure(ResolutionError(.malformedAnswer, "\(from) sent a response that does not answer the query for \(host) \(type)"))
+            return .failure(ResolutionError(.malformedAnswer, "\(from()) sent a response that does not answer the query for \(host) \(type)"))
         }
         switch message.responseCode {
         case .noError:
@@ -136,15 +138,15 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
         case .nameError:
             return .success(.negative(.nameNotFound, ttlSeconds: negativeTTL(message)))
         case .serverFailure:
-            return .failure(ResolutionError(.serverFailure, "\(from) answered SERVFAIL for \(host)"))
+            return .failure(ResolutionError(.serverFailure, "\(from()) answered SERVFAIL for \(host)"))
         case .refused:
-            return .failure(ResolutionError(.refused, "\(from) answered REFUSED for \(host)"))
+            return .failure(ResolutionError(.refused, "\(from()) answered REFUSED for \(host)"))
         default:
-            return .failure(ResolutionError(.malformedAnswer, "\(from) answered \(message.responseCode) for \(host)"))
+            return .failure(ResolutionError(.malformedAnswer, "\(from()) answered \(message.responseCode) for \(host)"))
         }
         switch answerRecords(message.answers, host: host, type: type, negativeTTL: negativeTTL(message)) {
         case .success(let answer): return .success(answer)
-        case .failure(let reason): return .failure(ResolutionError(.malformedAnswer, "\(from) sent an answer for \(host) that \(reason.reason)"))
+        case .failure(let reason): return .failure(ResolutionError(.malformedAnswer, "\(from()) sent an answer for \(host) that \(reason.reason)"))
         }
     }
 

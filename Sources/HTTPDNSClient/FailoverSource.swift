@@ -96,7 +96,7 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
     }
 
     private func run<Answer: Sendable>(
-        subject: String,
+        subject: @autoclosure () -> String,
         _ attempt: (any ResolutionSource & MessageRelaying) async throws(ResolutionError) -> Outcome<Answer>
     ) async throws(ResolutionError) -> Answer {
         let (healthOrder, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
@@ -150,8 +150,8 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
         if let firstUnusable, rejected == nil || !plain.contains(firstUnusable.index) { return firstUnusable.answer }
         if let rejected { throw rejected }
         if let first = failures.first { throw first }
-        if sources.isEmpty { throw ResolutionError(.internalError, "no upstream source to ask for \(subject)") }
-        throw ResolutionError(.timeout, "the query for \(subject) was cancelled")
+        if sources.isEmpty { throw ResolutionError(.internalError, "no upstream source to ask for \(subject())") }
+        throw ResolutionError(.timeout, "the query for \(subject()) was cancelled")
     }
 
     /// `order` with each plain source moved after every encrypted source listed before it, so that it is asked only

@@ -58,7 +58,7 @@ public final class JSONDNSSource: ResolutionSource {
     static func familyAnswer(_ answer: ServiceClient.Answer, host: HostName, type: DNSRecordType) throws(ServiceClient.AttemptFailure)
         -> FamilyAnswer<IPAddress>
     {
-        let from = "\(answer.endpoint)"
+        var from: String { "\(answer.endpoint)" }  // Described only for an error.
         func malformed(_ reason: String) -> ServiceClient.AttemptFailure {
             .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a JSON DNS answer for \(host) that \(reason)"))
         }

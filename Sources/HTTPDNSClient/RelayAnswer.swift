@@ -8,14 +8,14 @@ enum RelayAnswer {
     /// anything else but SERVFAIL and REFUSED, which move on to the next address (kept in `refusal`, the answer when
     /// no address does better).
     /// - Throws: why the next address is asked.
-    static func accept(_ answer: [UInt8], to query: [UInt8], from server: String, refusal: inout [UInt8]?) throws(ResolutionError) -> [UInt8] {
+    static func accept(_ answer: [UInt8], to query: [UInt8], from server: @autoclosure () -> String, refusal: inout [UInt8]?) throws(ResolutionError) -> [UInt8] {
         if let reason = mismatch(query: query, answer: answer) {
-            throw ResolutionError(.malformedAnswer, "\(server) sent an answer that is not the response to the query: \(reason)")
+            throw ResolutionError(.malformedAnswer, "\(server()) sent an answer that is not the response to the query: \(reason)")
         }
         let code = answer[3] & 0x0F
         if code == 2 || code == 5 {
             refusal = answer
-            throw ResolutionError(code == 2 ? .serverFailure : .refused, "\(server) answered \(code == 2 ? "SERVFAIL" : "REFUSED")")
+            throw ResolutionError(code == 2 ? .serverFailure : .refused, "\(server()) answered \(code == 2 ? "SERVFAIL" : "REFUSED")")
         }
         return answer
     }
