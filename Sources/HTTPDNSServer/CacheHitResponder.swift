@@ -38,7 +38,8 @@ final class CacheHitResponder: CacheHitAnswering {
 
     /// As ``reply(toGET:channel:)``, and a valid `/d` or `/dns-query` for A or AAAA that the cache misses is looked
     /// up here too, without the router or a task: its reply is the one the router would give. The lookup is admitted
-    /// (the client's rate) before it starts.
+    /// (the client's rate) as it starts, once the connection has taken a stream for it, as the router admits a request
+    /// after that: a request refused for the service's stream budget spends none of its client's rate.
     func answer(toGET target: String, channel: any Channel) -> GETAnswer {
         local(target, channel: channel, lookingUp: true)
     }
@@ -65,18 +66,31 @@ final class CacheHitResponder: CacheHitAnswering {
         default:
             return .router
         }
-        let admitted: GETAnswer
         switch answer {
-        case .reply(let reply): admitted = .reply(reply, route: route)
-        case .lookUp(let lookUp): admitted = .lookUp(CacheMiss(route: route, lookUp: lookUp))
-        case .router: return .router
+        case .reply(let reply):
+            return admit(target, channel: channel).map { .reply($0, route: route) } ?? .reply(reply, route: route)
+        case .lookUp(let lookUp):
+            return .lookUp(
+                CacheMiss(route: route) { [self] eventLoop, completion in
+                    guard let refusal = admit(target, channel: channel) else { return lookUp(eventLoop, completion) }
+                    // The connection starts it on its own loop: answered at once.
+                    if eventLoop.inEventLoop { completion(refusal) } else { eventLoop.execute { completion(refusal) } }
+                    return .none
+                }
+            )
+        case .router:
+            return .router
         }
+    }
+
+    /// The refusal of a request the client may not make now (its rate), counted; nil when it is admitted.
+    private func admit(_ target: String, channel: any Channel) -> Reply? {
         do {
             try admission.admit(target: target, client: { channel.remoteAddress?.ipAddress ?? "unknown" })
-            return admitted
+            return nil
         } catch {
             admission.countRejection(error, logger: logger)
-            return .reply(error.reply, route: route)
+            return error.reply
         }
     }
 }

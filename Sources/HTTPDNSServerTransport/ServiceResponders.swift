@@ -36,8 +36,9 @@ public enum GETAnswer: Sendable {
 }
 
 /// A GET the cache missed that the service answers without the router or a task: the connection starts it once, and
-/// its completion is called at most once, on the event loop it names, with the reply. The request was admitted (its
-/// length and the client's rate) before it was made.
+/// its completion is called at most once, on the event loop it names, with the reply. The request's URL was checked
+/// before it was made; the client's rate is checked as it starts (a refusal is its reply), so that the connection
+/// takes a stream for it first, as for the router's requests.
 public struct CacheMiss: Sendable {
     /// The route, for the request metrics.
     public let route: String

@@ -226,4 +226,34 @@ import Testing
         #expect(limited.headers.first(name: "retry-after") == "2")
         #expect(source.queryCount("other.example.test") == 0, "a refused request asks nothing upstream")
     }
+
+    /// The connection takes a stream for a miss before the client's rate is spent on it, as for the router's requests:
+    /// a miss refused because the service holds all the streams it will (REFUSED_STREAM, to be sent again) costs its
+    /// client no token.
+    @Test func aMissRefusedForTheStreamBudgetSpendsNoneOfTheClientsRate() async throws {
+        let source = Self.heldSource()
+        source.script("second.example.test", ipv4: ["192.0.2.21"], ttl: 60)
+        source.script("third.example.test", ipv4: ["192.0.2.22"], ttl: 60)
+        let budget = RequestBudget(streams: 1)
+        // Two tokens, and (at 0.01 a second) no third while the test runs.
+        let fixture = try ServiceFixture(upstream: source) {
+            $0.rateLimitPerSecond = 0.01
+            $0.rateLimitBurst = 2
+        }
+        let client = try await HTTP2TestClient(fixture, router: HeldRouter(), bodyBudget: budget)
+        try await client.start()
+        try await client.request(1, "/d?host=\(Self.host)")
+        try await source.waitForQueries(Self.host)
+        try await client.request(3, "/d?host=second.example.test")
+        let refused = try await client.drain()
+        #expect(refused.map(\.streamID) == [3] && refused.first?.errorCode == .refusedStream, "\(refused)")
+        #expect(source.queryCount("second.example.test") == 0)
+        source.release(Self.host)
+        #expect(try await client.response(1).status == "200")
+        try await Self.settled(client)
+        try await client.request(5, "/d?host=third.example.test")
+        #expect(try await client.response(5).status == "200", "the second token was not spent on the refused stream")
+        try await client.request(7, "/d?host=second.example.test")
+        #expect(try await client.response(7).status == "429", "two tokens in all")
+    }
 }
