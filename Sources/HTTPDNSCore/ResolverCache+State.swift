@@ -1,3 +1,5 @@
+import HTTPDNSSynchronization
+
 extension ResolverCache {
     /// One name and family set whose upstream query is in flight.
     struct FlightKey: Hashable, Sendable {
@@ -8,13 +10,46 @@ extension ResolverCache {
     /// A caller waiting for a flight's answer: a suspended task, or the completion of a caller that does not suspend.
     enum Waiter: Sendable {
         case task(CheckedContinuation<Result<Resolution, ResolutionError>, any Error>)
-        case callback(@Sendable (Result<Resolution, ResolutionError>) -> Void)
+        /// With the waiter's client response timer when the cache arms one (a task's ends with its task).
+        case callback(@Sendable (Result<Resolution, ResolutionError>) -> Void, StaleTimer?)
 
         func resume(_ result: Result<Resolution, ResolutionError>) {
             switch self {
             case .task(let continuation): continuation.resume(returning: result)
-            case .callback(let completion): completion(result)
+            case .callback(let completion, let timer):
+                timer?.disarm()
+                completion(result)
             }
+        }
+
+        /// Stops the client response timer of a waiter taken out without an answer (cancelled).
+        func disarm() {
+            if case .callback(_, let timer?) = self { timer.disarm() }
+        }
+    }
+
+    /// A callback waiter's client response timer (``Configuration/staleAnswerClientTimeout``), cancelled once the
+    /// waiter is answered or cancelled, so that a lookup answered in a millisecond does not leave a task asleep for
+    /// the rest of the timeout.
+    final class StaleTimer: Sendable {
+        private let state = Mutex<(task: Task<Void, Never>?, disarmed: Bool)>((nil, false))
+
+        /// Keeps `task` to cancel; cancels it at once when the waiter has been answered already.
+        func arm(_ task: Task<Void, Never>) {
+            let late = state.withLock { state -> Bool in
+                if state.disarmed { return true }
+                state.task = task
+                return false
+            }
+            if late { task.cancel() }
+        }
+
+        func disarm() {
+            state.withLock { state -> Task<Void, Never>? in
+                state.disarmed = true
+                defer { state.task = nil }
+                return state.task
+            }?.cancel()
         }
     }
 

@@ -26,6 +26,9 @@ public final class ResolverCache: Sendable {
     private let logger: Logger
     let metrics: ResolverMetrics
     let state: Mutex<State>
+    /// Client response timers asleep (``Configuration/staleAnswerClientTimeout``): each until it answers its
+    /// waiter stale, or the waiter is answered or cancelled first.
+    package let staleTimersRunning = Atomic<Int>(0)
 
     /// Makes a cache in front of `source`.
     /// - Throws: ``ConfigurationError`` when `configuration` does not pass ``Configuration/validate()``.
@@ -268,7 +271,8 @@ public final class ResolverCache: Sendable {
         }
         let key = FlightKey(host: host, families: families)
         let waiterID = nextWaiterID()
-        let (join, generation, armStaleTimer) = join(key, waiterID: waiterID, as: .callback(completion), checkingCancellation: false)
+        let timer = limits.armsStaleTimer ? StaleTimer() : nil
+        let (join, generation, armStaleTimer) = join(key, waiterID: waiterID, as: .callback(completion, timer), checkingCancellation: false)
         switch join {
         case .answered(let outcome):
             do {
@@ -286,10 +290,10 @@ public final class ResolverCache: Sendable {
         case .started:
             launch(key, generation: generation)
         case .rejected(let pending):
-            resume(.callback(completion), .failure(Self.rejection(key, pending: pending)))
+            resume(.callback(completion, nil), .failure(Self.rejection(key, pending: pending)))
             return nil
         }
-        if armStaleTimer { _ = startStaleTimer(key, waiterID: waiterID) }
+        if armStaleTimer, let timer { timer.arm(startStaleTimer(key, waiterID: waiterID)) }
         return WaiterTicket(key: key, waiterID: waiterID)
     }
 
@@ -302,7 +306,9 @@ public final class ResolverCache: Sendable {
     /// Stops waiting for the answer of ``resolve(_:families:completion:)``. True when the completion will not be
     /// called; false when it has been called already, or is being called (the answer came first).
     package func cancel(_ ticket: WaiterTicket) -> Bool {
-        removeWaiter(ticket.key, waiterID: ticket.waiterID) != nil
+        guard let waiter = removeWaiter(ticket.key, waiterID: ticket.waiterID) else { return false }
+        waiter.disarm()
+        return true
     }
 
     /// Takes a waiter out of its flight, or out of an abandoned one; nil when the flight has answered it.
@@ -395,7 +401,9 @@ public final class ResolverCache: Sendable {
     /// ``Configuration/staleAnswerClientTimeout``, answer it stale; the refresh goes on for the cache.
     private func startStaleTimer(_ key: FlightKey, waiterID: UInt64) -> Task<Void, Never> {
         let timeout = limits.staleAnswerClientTimeout
+        staleTimersRunning.add(1, ordering: .relaxed)
         return Task {
+            defer { staleTimersRunning.subtract(1, ordering: .relaxed) }
             guard (try? await Task.sleep(for: timeout)) != nil else { return }
             let taken = state.withLock { state in
                 state.answerWaiterStale(key, waiterID: waiterID, now: clock.now(), limits: limits)

@@ -163,6 +163,42 @@ import Testing
         #expect(try await resolve(f.cache, "www.example", families: .ipv4).get().ipv4 == [v4("192.0.2.2")])
     }
 
+    /// A callback waiter's client response timer ends when the waiter is answered or cancelled, as a task waiter's
+    /// ends with its task: a refresh answered at once leaves no task asleep for the rest of the timeout (here longer
+    /// than the suite's time limit).
+    @Test func aCallbacksClientResponseTimerEndsWhenItIsAnsweredOrCancelled() async throws {
+        let f = try CacheFixture {
+            $0.staleAnswerTTL = .seconds(7)
+            $0.refreshAheadFraction = 0
+            $0.staleAnswerClientTimeout = .seconds(3600)
+        }
+        for name in ["a.example", "b.example"] {
+            f.source.script(name, ipv4: ["192.0.2.1"], ttl: 60)
+            _ = try await resolve(f.cache, name, families: .ipv4).get()
+        }
+        f.clock.advance(seconds: 61)
+
+        // Answered by the refresh.
+        f.source.hold("a.example")
+        let answered = Task { await resolve(f.cache, "a.example", families: .ipv4) }
+        try await f.source.waitForQueries("a.example")
+        // Armed just after the query starts.
+        await waitUntil("the expired entry's lookup arms the timer") { f.cache.staleTimersRunning.load(ordering: .relaxed) == 1 }
+        f.source.release("a.example")
+        #expect(try await answered.value.get().stale == false)
+        await waitUntil("the answered waiter's timer ends") { f.cache.staleTimersRunning.load(ordering: .relaxed) == 0 }
+
+        // Cancelled.
+        f.source.hold("b.example")
+        let ticket = try #require(f.cache.resolve(host("b.example"), families: .ipv4) { _ in Issue.record("a cancelled waiter was called") })
+        try await f.source.waitForQueries("b.example")
+        await waitUntil("the timer is armed") { f.cache.staleTimersRunning.load(ordering: .relaxed) == 1 }
+        #expect(f.cache.cancel(ticket))
+        await waitUntil("the cancelled waiter's timer ends") { f.cache.staleTimersRunning.load(ordering: .relaxed) == 0 }
+        f.source.release("b.example")
+        await waitUntil { f.cache.stats.pendingQueries == 0 }
+    }
+
     @Test func aCallbackOfAnAbandonedQueryIsAnsweredOnceOrCancelled() async throws {
         let f = try CacheFixture()
         f.source.script("a.example", ipv4: ["192.0.2.1"], ttl: 600)
