@@ -44,8 +44,16 @@ struct MetricsExampleTests {
             let started = await process.waitForStderr(containing: "traffic done")
             try #require(started.found, "\(started.output)")
             #expect(started.output.contains("https://bank.test/: resolution_failed"), "\(started.output)")
-            let metricsPort = try Self.port(after: "metrics listening on", in: started.output)
-            let appPort = try Self.port(after: "app listening on", in: started.output)
+            // The traffic waits for the metrics server, not for the app: on a busy machine the app may say it listens
+            // after the traffic is done.
+            var output = started.output
+            if !output.contains("app listening on") {
+                let app = await process.waitForStderr(containing: "app listening on")
+                try #require(app.found, "\(output)\(app.output)")
+                output += app.output
+            }
+            let metricsPort = try Self.port(after: "metrics listening on", in: output)
+            let appPort = try Self.port(after: "app listening on", in: output)
             let curl = try Self.tool("curl")
             for url in ["http://127.0.0.1:\(metricsPort)/metrics", "http://127.0.0.1:\(appPort)/metrics"] {
                 let scrape = try await ChildProcess.run(executable: curl, arguments: ["-s", "-D", "-", url])
