@@ -203,11 +203,11 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     /// Sends `query` to the servers in order of health until `accept` takes an answer.
     private func exchange<Result: Sendable>(
         _ query: [UInt8],
-        subject: String,
+        subject: @autoclosure () -> String,
         _ accept: ([UInt8], DoTEndpoint) throws(AddressFailover.AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let servers = configuration.servers
-        return try await failover.run(subject: subject, describe: { servers[$0].description }) { index, deadline in
+        return try await failover.run(subject: subject(), describe: { servers[$0].description }) { index, deadline in
             let server = servers[index]
             let answer: [UInt8]
             do {

@@ -357,9 +357,10 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         headers.add(name: ":method", value: request.method.rawValue)
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: request.authority)
-        // Each lookup's path is new (a name, or a query's bytes): kept out of the dynamic table, which would otherwise
-        // fill with paths never sent again and be searched, end to end, for every field of every request.
-        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        // A path with a query names what is looked up (a name, or a query's bytes), new with nearly every request: kept
+        // out of the dynamic table, which would otherwise fill with paths seldom sent again and be searched, end to
+        // end, for every field of every request. A bare path (a POST's `/dns-query`) is the same each time: indexed.
+        headers.add(name: ":path", value: request.path, indexing: request.path.utf8.contains(UInt8(ascii: "?")) ? .nonIndexable : .indexable)
         for (name, value) in request.headers { headers.add(name: name, value: value) }
         if let body = request.body { headers.add(name: "content-length", value: String(body.count)) }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
