@@ -161,6 +161,7 @@ import Testing
         await waitUntil { f.cache.stats.pendingQueries == 0 }
         #expect(calls.withLock { $0.count } == 1, "the refresh's answer does not call the completion a second time")
         #expect(try await resolve(f.cache, "www.example", families: .ipv4).get().ipv4 == [v4("192.0.2.2")])
+        await waitUntil("the timer that answered ends") { f.cache.staleTimersRunning.load(ordering: .relaxed) == 0 }
     }
 
     /// A callback waiter's client response timer ends when the waiter is answered or cancelled, as a task waiter's

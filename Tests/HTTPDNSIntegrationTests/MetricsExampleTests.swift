@@ -45,13 +45,18 @@ struct MetricsExampleTests {
             try #require(started.found, "\(started.output)")
             #expect(started.output.contains("https://bank.test/: resolution_failed"), "\(started.output)")
             // The traffic waits for the metrics server, not for the app: on a busy machine the app may say it listens
-            // after the traffic is done.
+            // after the traffic is done. Its whole line, to the newline, is what gives the port.
             var output = started.output
-            if !output.contains("app listening on") {
-                let app = await process.waitForStderr(containing: "app listening on")
-                try #require(app.found, "\(output)\(app.output)")
-                output += app.output
+            func appLine(_ output: String) -> Bool {
+                guard let said = output.range(of: "app listening on") else { return false }
+                return output[said.upperBound...].contains("\n")
             }
+            while !appLine(output) {
+                let more = await process.waitForStderr(containing: output.contains("app listening on") ? "\n" : "app listening on")
+                output += more.output
+                try #require(more.found, "\(output)")
+            }
+            process.discardStderr()
             let metricsPort = try Self.port(after: "metrics listening on", in: output)
             let appPort = try Self.port(after: "app listening on", in: output)
             let curl = try Self.tool("curl")
