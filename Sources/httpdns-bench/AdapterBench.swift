@@ -34,7 +34,7 @@ import Prometheus
 ///   `ipv4` target and the name as `http2.authority`.
 /// - OpenAPI: an operation (`GET /`) to nginx over HTTPS, `InterceptingClientTransport` against
 ///   swift-openapi-async-http-client's `AsyncHTTPClientTransport` over an `HTTPClient` whose `dnsOverride` names the
-///   address.
+///   address (`openapi-same-bounds`: that `HTTPClient` given the interceptor's connect and read timeouts).
 /// - Vapor: `app.client.get` to nginx, an application whose clients are `.httpdns(…)` against one with Vapor's own
 ///   client and that `dnsOverride` (`vapor`: Vapor's own as it comes, no deadline and no read timeout;
 ///   `vapor-same-bounds`: Vapor's own given the interceptor's deadline and timeouts); `vapor-async-ahc` is a control.
@@ -50,7 +50,7 @@ struct AdapterBench: AsyncParsableCommand {
     @ArgumentParser.Option(help: "Rounds per stack.")
     var rounds = 5
 
-    @ArgumentParser.Option(help: "A stack to measure (grpc, openapi, vapor, vapor-same-bounds, vapor-async-ahc); repeat for more. Default: every stack built in.")
+    @ArgumentParser.Option(help: "A stack to measure (grpc, openapi, openapi-same-bounds, vapor, vapor-same-bounds, vapor-async-ahc); repeat for more. Default: every stack built in.")
     var stack: [String] = []
 
     func validate() throws {
@@ -70,6 +70,7 @@ struct AdapterBench: AsyncParsableCommand {
         #endif
         #if OpenAPI
             stacks.append("openapi")
+            stacks.append("openapi-same-bounds")
         #endif
         #if Vapor
             stacks.append("vapor")
@@ -105,10 +106,10 @@ struct AdapterBench: AsyncParsableCommand {
         }
         print("httpdns-bench adapters --requests \(requests) --rounds \(rounds)" + stack.map { " --stack \($0)" }.joined())
         print("median latency in µs, the cache warm; ratio = adapter / baseline, median of the rounds' ratios")
-        print("stack              baseline  adapter  ratio   rounds")
+        print("stack                baseline  adapter  ratio   rounds")
         for (name, figures) in results {
             print(
-                name.padding(19) + formatted(figures.baseline.median, digits: 0).padding(10)
+                name.padding(21) + formatted(figures.baseline.median, digits: 0).padding(10)
                     + formatted(figures.adapter.median, digits: 0).padding(9) + (formatted(figures.roundRatios.median) + "×").padding(8)
                     + figures.roundRatios.map { formatted($0) }.joined(separator: " ")
             )
@@ -121,7 +122,8 @@ struct AdapterBench: AsyncParsableCommand {
             case "grpc": return try await measureGRPC()
         #endif
         #if OpenAPI
-            case "openapi": return try await withOrigin { try await measureOpenAPI($0, $1) }
+            case "openapi": return try await withOrigin { try await measureOpenAPI($0, $1, sameBounds: false) }
+            case "openapi-same-bounds": return try await withOrigin { try await measureOpenAPI($0, $1, sameBounds: true) }
         #endif
         #if Vapor
             case "vapor": return try await withOrigin { try await measureVapor($0, $1, .adapter) }
@@ -171,8 +173,15 @@ struct AdapterBench: AsyncParsableCommand {
     }
 
     /// An `HTTPClient` as the interceptor makes its own, with `dnsOverride` sending `a.test` to nginx.
-    private static func fixedAddressClient(_ nginx: NginxServer, tls: TLSConfiguration) -> HTTPClient {
+    private static func fixedAddressClient(_ nginx: NginxServer, tls: TLSConfiguration, sameBounds: Bool = false) -> HTTPClient {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow, decompression: .disabled)
+        if sameBounds {
+            let bounds = InterceptingHTTPClient.Configuration()
+            configuration.timeout = .init(
+                connect: .nanoseconds(Int64(bounds.connectTimeout.clampedNanoseconds)),
+                read: .nanoseconds(Int64(bounds.readTimeout.clampedNanoseconds))
+            )
+        }
         configuration.dnsOverride = ["a.test": nginx.address]
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
@@ -278,11 +287,13 @@ struct AdapterBench: AsyncParsableCommand {
             )
         }
 
-        private func measureOpenAPI(_ nginx: NginxServer, _ setup: (resolver: HostResolver, tls: TLSConfiguration)) async throws -> Figures {
+        /// - Parameter sameBounds: the baseline's `HTTPClient` given the interceptor's connect and read timeouts (both
+        ///   ways have a 60 s deadline per request), which AsyncHTTPClient does not set by default.
+        private func measureOpenAPI(_ nginx: NginxServer, _ setup: (resolver: HostResolver, tls: TLSConfiguration), sameBounds: Bool) async throws -> Figures {
             guard let serverURL = URL(string: "https://a.test:\(nginx.port)") else {
                 throw InterceptorBench.Failure(description: "no URL for port \(nginx.port)")
             }
-            let plain = Self.fixedAddressClient(nginx, tls: setup.tls)
+            let plain = Self.fixedAddressClient(nginx, tls: setup.tls, sameBounds: sameBounds)
             do {
                 let figures = try await withInterceptingHTTPClient(resolver: setup.resolver, configuration: Self.interceptorConfiguration(setup.tls)) {
                     interceptor in
