@@ -83,13 +83,12 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
         do {
             return try await client.send("", accept: accept, body: (accept, query), host: "a relayed query of \(query.count) bytes") {
                 answer throws(ServiceClient.AttemptFailure) -> [UInt8] in
+                var from: String { "\(answer.endpoint)" }  // Described only for an error.
                 guard answer.status == .ok else {
-                    throw .tryNext(
-                        ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(answer.endpoint) answered \(answer.status.code)")
-                    )
+                    throw .tryNext(ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code)"))
                 }
                 do throws(ResolutionError) {
-                    return try RelayAnswer.accept(Array(buffer: answer.body), to: query, from: "\(answer.endpoint)", refusal: &refusal)
+                    return try RelayAnswer.accept(Array(buffer: answer.body), to: query, from: from, refusal: &refusal)
                 } catch {
                     throw .answer(error)
                 }
@@ -104,10 +103,9 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
     static func familyAnswer(_ answer: ServiceClient.Answer, host: HostName, type: DNSRecordType) throws(ServiceClient.AttemptFailure)
         -> FamilyAnswer<IPAddress>
     {
+        var from: String { "\(answer.endpoint)" }  // Described only for an error.
         guard answer.status == .ok else {
-            let error = ResolutionError(
-                answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(answer.endpoint) answered \(answer.status.code) for \(host)"
-            )
+            let error = ResolutionError(answer.status.code == 503 ? .serverFailure : .malformedAnswer, "\(from) answered \(answer.status.code) for \(host)")
             // Our queries are well formed: even a 400 is that address's fault.
             throw .tryNext(error)
         }
@@ -115,9 +113,9 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
         do {
             message = try DNSMessage(parsing: Array(buffer: answer.body))
         } catch {
-            throw .tryNext(ResolutionError(.malformedAnswer, "\(answer.endpoint) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
+            throw .tryNext(ResolutionError(.malformedAnswer, "\(from) sent a malformed DNS response for \(host): \(error.reason)", cause: error))
         }
-        switch familyAnswer(message, from: "\(answer.endpoint)", host: host, type: type) {
+        switch familyAnswer(message, from: from, host: host, type: type) {
         case .success(let answer): return answer
         case .failure(let error): throw .answer(error)
         }

@@ -175,15 +175,18 @@ struct AdapterBench: AsyncParsableCommand {
     /// An `HTTPClient` as the interceptor makes its own, with `dnsOverride` sending `a.test` to nginx.
     private static func fixedAddressClient(_ nginx: NginxServer, tls: TLSConfiguration, sameBounds: Bool = false) -> HTTPClient {
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow, decompression: .disabled)
-        if sameBounds {
-            let bounds = InterceptingHTTPClient.Configuration()
-            configuration.timeout = .init(
-                connect: .nanoseconds(Int64(bounds.connectTimeout.clampedNanoseconds)),
-                read: .nanoseconds(Int64(bounds.readTimeout.clampedNanoseconds))
-            )
-        }
+        if sameBounds { configuration.timeout = interceptorTimeouts }
         configuration.dnsOverride = ["a.test": nginx.address]
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// The interceptor's default connect and read timeouts, for a baseline given the same bounds.
+    private static var interceptorTimeouts: HTTPClient.Configuration.Timeout {
+        let bounds = InterceptingHTTPClient.Configuration()
+        return .init(
+            connect: .nanoseconds(Int64(bounds.connectTimeout.clampedNanoseconds)),
+            read: .nanoseconds(Int64(bounds.readTimeout.clampedNanoseconds))
+        )
     }
 
     private static func interceptorConfiguration(_ tls: TLSConfiguration) -> InterceptingHTTPClient.Configuration {
@@ -368,11 +371,7 @@ struct AdapterBench: AsyncParsableCommand {
                     plain.http.client.configuration.redirectConfiguration = .disallow
                     var baselineTimeout: TimeAmount?
                     if way == .adapterAgainstBoundedBaseline {
-                        let bounds = InterceptingHTTPClient.Configuration()
-                        plain.http.client.configuration.timeout = .init(
-                            connect: .nanoseconds(Int64(bounds.connectTimeout.clampedNanoseconds)),
-                            read: .nanoseconds(Int64(bounds.readTimeout.clampedNanoseconds))
-                        )
+                        plain.http.client.configuration.timeout = Self.interceptorTimeouts
                         baselineTimeout = .nanoseconds(InterceptingVaporClient.Configuration().timeout.clampedNanoseconds)
                     }
                     if way == .asyncAHCControl {
