@@ -49,6 +49,8 @@ echo "sanitize: tests ran in $(( $(date +%s) - built )) s, status $status" >&2
 if compgen -G "$reports/report.*" >/dev/null; then
   echo "sanitize: $(ls "$reports" | wc -l) report file(s), from the test runner or a process it started:" >&2
   cat "$reports"/report.* >&2
+  echo "sanitize: digest of the report(s) above (the package's own frames):" >&2
+  awk -f scripts/sanitizers/digest.awk "$reports"/report.* >&2
   status=1
 else
   echo "sanitize: no report" >&2
