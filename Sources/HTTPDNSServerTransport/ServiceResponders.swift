@@ -15,17 +15,22 @@ public protocol CacheHitAnswering: Sendable {
     /// What to do with a GET of `target` read on `channel`: reply now (a cache hit), look it up without the router (a
     /// cache miss the service answers by itself), or hand it to the router. Called on the event loop, so it must not
     /// block or suspend. The default replies what ``reply(toGET:channel:)`` does and hands everything else on.
-    func answer(toGET target: String, channel: any Channel) -> GETAnswer
+    ///
+    /// `sendableAtOnce` is the most body bytes the connection can send now (the client's flow-control windows and
+    /// frame size). A reply larger than that waits for the client's credit on a stream of its own, which the
+    /// connection may refuse (REFUSED_STREAM) when the service holds all the streams it will: the service answers
+    /// such a hit as a ``CacheMiss`` that completes at once, so that the stream is taken before the client's rate is.
+    func answer(toGET target: String, channel: any Channel, sendableAtOnce: Int) -> GETAnswer
 }
 
 extension CacheHitAnswering {
-    public func answer(toGET target: String, channel: any Channel) -> GETAnswer {
+    public func answer(toGET target: String, channel: any Channel, sendableAtOnce: Int) -> GETAnswer {
         guard let (reply, route) = reply(toGET: target, channel: channel) else { return .router }
         return .reply(reply, route: route)
     }
 }
 
-/// How a GET is answered: see ``CacheHitAnswering/answer(toGET:channel:)``.
+/// How a GET is answered: see ``CacheHitAnswering/answer(toGET:channel:sendableAtOnce:)``.
 public enum GETAnswer: Sendable {
     /// The reply, now.
     case reply(Reply, route: String)

@@ -137,9 +137,7 @@ import Testing
         #expect(first.last?.payload.readableBytes == 10 && first.last?.flags.contains(.endStream) == false)
         #expect(budget.streamsOpen == 1, "the stream waiting for credit holds its slot")
 
-        var increment = ByteBuffer()
-        increment.writeInteger(UInt32(1000))
-        try await client.send(HTTP2TestClient.frame(.windowUpdate, stream: 1, payload: increment))
+        try await Self.grant(client, stream: 1)
         let rest = try await client.drain()
         #expect(rest.map(\.type) == [.data] && rest.first?.flags.contains(.endStream) == true)
         #expect(String(buffer: first[1].payload) + String(buffer: rest[0].payload) == #"{"host":"held.example.test","ips":["192.0.2.20"],"ttl":60,"origin_ttl":60}"#)
@@ -153,7 +151,7 @@ import Testing
         struct Inline: CacheHitAnswering {
             let requestMetrics = RequestMetrics()
             func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)? { nil }
-            func answer(toGET target: String, channel: any Channel) -> GETAnswer {
+            func answer(toGET target: String, channel: any Channel, sendableAtOnce: Int) -> GETAnswer {
                 .lookUp(
                     CacheMiss(route: "/d") { _, completion in
                         completion(Reply(contentType: "application/json", cacheControl: .noStore, body: ByteBuffer(string: String(repeating: "x", count: 100))))
@@ -167,9 +165,7 @@ import Testing
         try await client.start(settings: [(HTTP2Setting.initialWindowSize, 10)])
         try await client.request(1, "/d?host=\(Self.host)")
         #expect(try await client.drain().map(\.type) == [.headers, .data])
-        var increment = ByteBuffer()
-        increment.writeInteger(UInt32(1000))
-        try await client.send(HTTP2TestClient.frame(.windowUpdate, stream: 1, payload: increment))
+        try await Self.grant(client, stream: 1)
         #expect(try await client.drain().last?.flags.contains(.endStream) == true)
         #expect(budget.streamsOpen == 0)
         #expect(client.connection.routerWorkWithoutStream.isEmpty && client.connection.routerTasksRunning == 0)
@@ -255,5 +251,48 @@ import Testing
         #expect(try await client.response(5).status == "200", "the second token was not spent on the refused stream")
         try await client.request(7, "/d?host=second.example.test")
         #expect(try await client.response(7).status == "429", "two tokens in all")
+    }
+
+    /// A cache hit whose reply is larger than the client's window needs a stream of its own to wait for credit: the
+    /// connection takes it before the client's rate is spent, so a hit refused for the stream budget costs no token.
+    @Test func aHitLargerThanTheWindowRefusedForTheStreamBudgetSpendsNoneOfTheClientsRate() async throws {
+        let source = ScriptedSource()
+        source.script(Self.host, ipv4: ["192.0.2.20"], ttl: 60)
+        let budget = RequestBudget(streams: 1)
+        // Two tokens, and (at 0.01 a second) no third while the test runs.
+        let fixture = try ServiceFixture(upstream: source) {
+            $0.rateLimitPerSecond = 0.01
+            $0.rateLimitBurst = 2
+        }
+        let client = try await HTTP2TestClient(fixture, router: HeldRouter(), bodyBudget: budget)
+        // Ten bytes of credit per stream: no reply fits, each waits for WINDOW_UPDATE on its stream.
+        try await client.start(settings: [(HTTP2Setting.initialWindowSize, 10)])
+        // A miss that fills the cache (the first token), its reply waiting for credit on the service's one stream.
+        try await client.request(1, "/d?host=\(Self.host)")
+        try await Self.settled(client)
+        #expect(try await client.drain().map(\.type) == [.headers, .data])
+        #expect(budget.streamsOpen == 1)
+
+        // A hit that must wait for credit too, with no stream left for it: refused, before anything is written.
+        try await client.request(3, "/d?host=\(Self.host)")
+        let refused = try await client.drain()
+        #expect(refused.map(\.streamID) == [3] && refused.first?.errorCode == .refusedStream, "\(refused)")
+
+        try await Self.grant(client, stream: 1)
+        #expect(try await client.drain().contains { $0.streamID == 1 && $0.flags.contains(.endStream) })
+        #expect(budget.streamsOpen == 0)
+        try await client.request(5, "/d?host=\(Self.host)")
+        try await Self.grant(client, stream: 5)
+        #expect(try await client.response(5).status == "200", "the second token was not spent on the refused hit")
+        try await client.request(7, "/d?host=\(Self.host)")
+        try await Self.grant(client, stream: 7)
+        #expect(try await client.response(7).status == "429", "two tokens in all")
+    }
+
+    /// A thousand bytes more of credit for `stream`.
+    private static func grant(_ client: HTTP2TestClient, stream: UInt32) async throws {
+        var increment = ByteBuffer()
+        increment.writeInteger(UInt32(1000))
+        try await client.send(HTTP2TestClient.frame(.windowUpdate, stream: stream, payload: increment))
     }
 }

@@ -7,7 +7,7 @@ extension HTTP2ServerConnection {
     func requestReceived(streamID id: UInt32, head: HTTP2RequestHead, endStream: Bool) {
         let started = ContinuousClock.now
         if endStream, head.method == "GET", let context {
-            switch cacheHits.answer(toGET: head.path, channel: context.channel) {
+            switch cacheHits.answer(toGET: head.path, channel: context.channel, sendableAtOnce: sendableAtOnce) {
             case .reply(let reply, let route):
                 answer(reply, streamID: id, head: head)
                 hitTimers.record(route: route, status: reply.status, since: started)

@@ -8,7 +8,7 @@ extension HTTP2ServerConnection {
     /// one of the service's streams meanwhile (refused when there is none left, before anything is written).
     func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
         let length = reply.body.readableBytes
-        let fits = length <= sendWindow && length <= peer.initialWindowSize && length <= output.maxFrameSize
+        let fits = length <= sendableAtOnce
         guard fits || reserveStream(id) else { return }
         output.writeReply(reply, streamID: id, withBody: fits)
         if fits {
@@ -22,6 +22,10 @@ extension HTTP2ServerConnection {
         open(stream, streamID: id)
         sendPendingData(streamID: id)
     }
+
+    /// The most body bytes a new stream's reply can send now, in one DATA frame: within the connection's window, a new
+    /// stream's window (the client's initial one) and the client's largest frame.
+    var sendableAtOnce: Int { min(sendWindow, peer.initialWindowSize, output.maxFrameSize) }
 
     /// A looked-up reply on its stream, already in the table: as ``answer(_:streamID:head:)`` sends a hit's.
     func answer(_ reply: Reply, onOpenStream id: UInt32) {
