@@ -50,7 +50,7 @@ if compgen -G "$reports/report.*" >/dev/null; then
   echo "sanitize: $(ls "$reports" | wc -l) report file(s), from the test runner or a process it started:" >&2
   cat "$reports"/report.* >&2
   echo "sanitize: digest of the report(s) above (the package's own frames):" >&2
-  awk -f scripts/sanitizers/digest.awk "$reports"/report.* >&2
+  awk -v root="$PWD/" -f scripts/sanitizers/digest.awk "$reports"/report.* >&2 || true
   status=1
 else
   echo "sanitize: no report" >&2

@@ -2,8 +2,10 @@ import HTTPDNSSynchronization
 import HTTPTypes
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 import NIOHPACK
+import Prometheus
 import Testing
 
 @testable import HTTPDNSServer
@@ -147,6 +149,34 @@ import Testing
         try await client.send(HTTP2TestClient.settings([(HTTP2Setting.initialWindowSize, 65_535)]))
         #expect(try await client.drain().contains { $0.streamID == 1 && $0.flags.contains(.endStream) })
         #expect(budget.streamsOpen == 0)
+    }
+
+    /// A hit handed to the connection whole (``CacheHitAnswering``'s default) that must wait for credit, refused
+    /// because the service holds all its streams, was never answered: no request duration is recorded for it.
+    @Test func aHitRefusedForTheStreamBudgetRecordsNoRequest() async throws {
+        struct LargeHit: CacheHitAnswering {
+            let requestMetrics = RequestMetrics()
+            func reply(toGET target: String, channel: any Channel) -> (Reply, route: String)? {
+                (Reply(contentType: "application/json", cacheControl: .noStore, body: ByteBuffer(repeating: 0x78, count: 100)), "/d")
+            }
+        }
+        let hits = LargeHit()
+        let registry = PrometheusCollectorRegistry()
+        // The timer is made once, here, with this registry behind it; the connection's hits find it made.
+        withMetricsFactory(PrometheusMetricsFactory(registry: registry)) {
+            hits.requestMetrics.record(route: "/d", method: .get, status: .ok, since: .now)
+        }
+        let budget = RequestBudget(streams: 1)
+        let client = try await HTTP2TestClient(try ServiceFixture(), cacheHits: hits, bodyBudget: budget)
+        try await client.start(settings: [(HTTP2Setting.initialWindowSize, 10)])
+        try await client.request(1, "/d?host=api.example.test")
+        try await client.request(3, "/d?host=api.example.test")
+        let frames = try await client.drain()
+        #expect(frames.contains { $0.streamID == 3 && $0.errorCode == .refusedStream }, "\(frames)")
+        var text: [UInt8] = []
+        registry.emit(into: &text)
+        let count = #"http_server_request_duration_seconds_count{route="/d",method="GET",status="200"}"#
+        #expect(String(decoding: text, as: UTF8.self).contains("\(count) 2"), "the one recorded here and stream 1's")
     }
 
     @Test func aConnectionThatClosesLetsGoOfItsBodies() async throws {

@@ -1,12 +1,17 @@
 // ThreadSanitizer on Linux reports a race in this program, which has none. It is the pattern of a ByteBuffer that an
 // event loop reuses: the owner hands a copy of a copy-on-write value to another thread (under a pthread mutex, which
 // TSan sees), that thread reads it and drops its copy, and the owner, once `isKnownUniquelyReferenced` says it holds
-// the only reference, writes the storage in place (ByteBuffer grows it with `reallocStorage`). The reader's release
-// and the owner's uniqueness check order the read before the write, but both are atomics inside the Swift runtime,
-// which is not instrumented, so TSan does not see them. scripts/sanitizers/tsan-suppressions.txt cites this.
+// the only reference, grows the storage in place (as ByteBuffer's `_Storage.reallocStorage` does). The reader's
+// release and the owner's uniqueness check order the read before the write, but both are atomics inside the Swift
+// runtime, which is not instrumented, so TSan does not see them.
 //
-//   swiftc -sanitize=thread -parse-as-library -g scripts/sanitizers/unique-reference-handoff.swift -o /tmp/unique
-//   /tmp/unique        # "WARNING: ThreadSanitizer: Swift access race": Buffer.grow against the reader's read
+// Built as module NIOCore, its `ByteBuffer._Storage.reallocStorage(capacity:)` has the mangled name of SwiftNIO's, so
+// the same binary also shows that scripts/sanitizers/tsan-suppressions.txt hides this report and nothing else here:
+//
+//   swiftc -sanitize=thread -parse-as-library -module-name NIOCore -g \
+//     scripts/sanitizers/unique-reference-handoff.swift -o /tmp/unique
+//   /tmp/unique      # "WARNING: ThreadSanitizer: data race": reallocStorage against the reader's read
+//   TSAN_OPTIONS=suppressions=$PWD/scripts/sanitizers/tsan-suppressions.txt /tmp/unique      # no report
 import Glibc
 
 final class LockedSlot<Value>: @unchecked Sendable {
@@ -25,35 +30,37 @@ final class LockedSlot<Value>: @unchecked Sendable {
     }
 }
 
-final class Storage {
-    var capacity: Int
-    init(capacity: Int) { self.capacity = capacity }
-}
+/// A copy-on-write value, as SwiftNIO's is: a copy shares the storage until one of them writes.
+struct ByteBuffer: @unchecked Sendable {
+    final class _Storage {
+        var capacity: UInt32 = 1
 
-/// A copy-on-write value, as ByteBuffer is: a copy shares the storage until one of them writes.
-struct Buffer: @unchecked Sendable {
-    var storage = Storage(capacity: 1)
+        @inline(never)
+        func reallocStorage(capacity: UInt32) { self.capacity = capacity }
+    }
 
-    var capacity: Int { storage.capacity }
+    var _storage = _Storage()
 
-    /// Grows in place when this is the only reference, as ByteBuffer's `reallocStorage` does; otherwise copies.
+    var capacity: UInt32 { _storage.capacity }
+
+    /// Grows in place when this is the only reference, as SwiftNIO does; otherwise copies first.
     mutating func grow() {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(capacity: storage.capacity) }
-        storage.capacity *= 2
+        if !isKnownUniquelyReferenced(&_storage) { _storage = _Storage() }
+        _storage.reallocStorage(capacity: _storage.capacity &* 2)
     }
 }
 
 @main struct UniqueReferenceHandoff {
     static func main() {
-        var owner = Buffer()
-        var total = 0
+        var owner = ByteBuffer()
+        var total: UInt32 = 0
         for _ in 0..<1_000 {
-            let slot = LockedSlot<Buffer?>(owner)
+            var slot = LockedSlot<ByteBuffer?>(owner)
             var thread = pthread_t()
             let argument = Unmanaged.passRetained(slot).toOpaque()
             pthread_create(&thread, nil, { argument in
-                let slot = Unmanaged<LockedSlot<Buffer?>>.fromOpaque(argument!).takeRetainedValue()
-                let copy = slot.withLock { value -> Buffer? in
+                let slot = Unmanaged<LockedSlot<ByteBuffer?>>.fromOpaque(argument!).takeRetainedValue()
+                let copy = slot.withLock { value -> ByteBuffer? in
                     defer { value = nil }
                     return value
                 }
@@ -62,7 +69,12 @@ struct Buffer: @unchecked Sendable {
                 return nil
             }, argument)
             pthread_detach(thread)
-            while !isKnownUniquelyReferenced(&owner.storage) { sched_yield() }
+            // The reader has dropped its copy: seen only through the reference count.
+            while !isKnownUniquelyReferenced(&owner._storage) { sched_yield() }
+            // The slot is not what this shows: this thread frees it, after the reader's last use of it, which the
+            // lock orders.
+            while !isKnownUniquelyReferenced(&slot) { sched_yield() }
+            slot.withLock { _ in }
             owner.grow()
             total &+= owner.capacity & 1
         }

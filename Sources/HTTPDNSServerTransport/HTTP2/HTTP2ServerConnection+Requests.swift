@@ -9,8 +9,8 @@ extension HTTP2ServerConnection {
         if endStream, head.method == "GET", let context {
             switch cacheHits.answer(toGET: head.path, channel: context.channel, sendableAtOnce: sendableAtOnce) {
             case .reply(let reply, let route):
-                answer(reply, streamID: id, head: head)
-                hitTimers.record(route: route, status: reply.status, since: started)
+                // A stream refused for the service's budget was never answered: no request to record.
+                if answer(reply, streamID: id, head: head) { hitTimers.record(route: route, status: reply.status, since: started) }
                 return
             case .lookUp(let miss):
                 return lookUp(miss, streamID: id, head: head, started: started, context: context)

@@ -6,14 +6,16 @@ extension HTTP2ServerConnection {
     /// A cache hit's reply, whole. The body goes out at once when the windows allow it, as they do for any
     /// client that has not withheld credit; otherwise the stream waits for WINDOW_UPDATE like any other, and takes
     /// one of the service's streams meanwhile (refused when there is none left, before anything is written).
-    func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) {
+    /// - Returns: whether the reply was sent, or is waiting for credit; false when the stream was refused.
+    func answer(_ reply: Reply, streamID id: UInt32, head: HTTP2RequestHead) -> Bool {
         let length = reply.body.readableBytes
         let fits = length <= sendableAtOnce
-        guard fits || reserveStream(id) else { return }
+        guard fits || reserveStream(id) else { return false }
         output.writeReply(reply, streamID: id, withBody: fits)
         if fits {
             sendWindow -= length
-            return streamEnded()
+            streamEnded()
+            return true
         }
         var stream = HTTP2ServerStream(head: head, sendWindow: peer.initialWindowSize)
         stream.requestEnded = true
@@ -21,6 +23,7 @@ extension HTTP2ServerConnection {
         stream.endQueued = true
         open(stream, streamID: id)
         sendPendingData(streamID: id)
+        return true
     }
 
     /// The most body bytes a new stream's reply can send now, in one DATA frame: within the connection's window, a new
