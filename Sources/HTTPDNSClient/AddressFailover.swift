@@ -51,10 +51,54 @@ final class AddressFailover: Sendable {
         health = Mutex(ServiceAddressHealth(count: count, coolDown: timing.coolDown, maxCoolDown: timing.maxCoolDown))
     }
 
+    /// A lookup begun outside ``run(subject:describe:resuming:_:)``, by a caller that tried the first address on its
+    /// own (``DoTSource`` on an open connection, without a task): when its budget ends, and how that first attempt
+    /// failed, if it did not simply need to be made again.
+    struct Resumption: Sendable {
+        let budgetEnds: NIODeadline
+        let failed: FirstFailure?
+    }
+
+    /// The first address's failed attempt, as ``run(subject:describe:resuming:_:)`` would have met it.
+    struct FirstFailure: Sendable {
+        let index: Int
+        /// The health's generation when the attempt began: a network change since leaves the address unblamed.
+        let generation: UInt64
+        let failure: AttemptFailure
+        /// The attempt's own deadline, and its own timeout (later when the budget cut it short).
+        let attemptEnds: NIODeadline
+        let ownTimeout: NIODeadline
+    }
+
+    /// The address to try first now, and the health's generation, for a caller that makes that attempt itself.
+    func first() -> (index: Int, generation: UInt64)? {
+        health.withLock { health in health.order(now: clock.now()).first.map { ($0, health.generation) } }
+    }
+
+    /// A budget from now, and the first attempt's deadline and own timeout within it.
+    func deadlines() -> (budgetEnds: NIODeadline, attemptEnds: NIODeadline, ownTimeout: NIODeadline) {
+        let now = NIODeadline.now()
+        let budgetEnds = now + .nanoseconds(budgetNanoseconds)
+        let ownTimeout = now + .nanoseconds(attemptTimeoutNanoseconds)
+        return (budgetEnds, min(budgetEnds, ownTimeout), ownTimeout)
+    }
+
+    /// Address `index` answered, `elapsed` after its attempt began; `blamed` (those that answered SERVFAIL or REFUSED
+    /// before it) failed. Nothing is recorded across a network change (`generation`).
+    func succeeded(_ index: Int, generation: UInt64, elapsed: Duration, blamed: [Int] = []) {
+        health.withLock { health in
+            guard health.generation == generation else { return }
+            health.succeeded(index, latencyNanoseconds: UInt64(max(0, elapsed.clampedNanoseconds)))
+            for earlier in blamed { health.failed(earlier, now: clock.now()) }
+        }
+    }
+
     /// Runs `attempt` on the addresses in order of health until one succeeds, within the budget.
     /// - Parameters:
     ///   - subject: what is asked, for the timeout's message (`example.com`).
     ///   - describe: an address, for logs.
+    ///   - resuming: a lookup whose first attempt was made outside: its budget, and that attempt's failure, which is
+    ///     counted as though it had been made here (that address is not tried again).
     ///   - attempt: one address's attempt, given its index and its deadline (the earlier of its own timeout and the
     ///     budget's end).
     /// - Throws: ``ResolutionError``: a rejected certificate first, else the first address's failure when all failed,
@@ -62,14 +106,20 @@ final class AddressFailover: Sendable {
     func run<Result: Sendable>(
         subject: @autoclosure () -> String,
         describe: (Int) -> String,
+        resuming: Resumption? = nil,
         _ attempt: (_ index: Int, _ deadline: NIODeadline) async -> Swift.Result<Result, AttemptFailure>
     ) async throws(ResolutionError) -> Result {
-        let budgetEnds = NIODeadline.now() + .nanoseconds(budgetNanoseconds)
-        var failures: [ResolutionError] = []
-        // Addresses that answered SERVFAIL or REFUSED: blamed if a later one answers.
-        var unusable: [Int] = []
+        let budgetEnds = resuming?.budgetEnds ?? NIODeadline.now() + .nanoseconds(budgetNanoseconds)
+        var tally = Tally()
         let (order, generation) = health.withLock { ($0.order(now: clock.now()), $0.generation) }
-        for index in order {
+        let triedFirst = resuming?.failed
+        if let first = triedFirst {
+            try settle(
+                first.failure, index: first.index, attemptEnds: first.attemptEnds, ownTimeout: first.ownTimeout, began: first.generation,
+                generation: generation, tally: &tally, describe: describe
+            )
+        }
+        for index in order where index != triedFirst?.index {
             let now = NIODeadline.now()
             // Past the budget, or the caller gone: no further address is tried (nor blamed for it).
             guard now < budgetEnds, !Task.isCancelled else { break }
@@ -78,44 +128,68 @@ final class AddressFailover: Sendable {
             let started = ContinuousClock.now
             switch await attempt(index, attemptEnds) {
             case .success(let result):
-                let elapsed = started.duration(to: .now)
-                health.withLock { health in
-                    guard health.generation == generation else { return }
-                    health.succeeded(index, latencyNanoseconds: UInt64(max(0, elapsed.clampedNanoseconds)))
-                    for earlier in unusable { health.failed(earlier, now: clock.now()) }
-                }
+                succeeded(index, generation: generation, elapsed: started.duration(to: .now), blamed: tally.unusable)
                 return result
-            case .failure(.final(let error)):
-                throw error
-            case .failure(.tryNextAnswered(let error)):
-                failures.append(error)
-                unusable.append(index)
-                logger.debug(
-                    noun == "service" ? "service address answered unusably" : "\(sourceName) \(noun) answered unusably",
-                    metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]
-                )
-            case .failure(.tryNext(let error)):
-                if error.code == .shutdown { throw error }
-                failures.append(error)
-                // An address cut short by the end of the budget, not by its own timeout, is not held to blame; nor is
-                // one whose attempt began on the network before a change, nor one whose caller went away.
-                if !(error.code == .timeout && attemptEnds < ownTimeout), !Task.isCancelled {
-                    health.withLock { health in
-                        guard health.generation == generation else { return }
-                        health.failed(index, now: clock.now())
-                    }
-                }
-                logger.debug(
-                    noun == "service" ? "service address failed" : "\(sourceName) \(noun) failed",
-                    metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]
+            case .failure(let failure):
+                try settle(
+                    failure, index: index, attemptEnds: attemptEnds, ownTimeout: ownTimeout, began: generation, generation: generation,
+                    tally: &tally, describe: describe
                 )
             }
         }
         if Task.isCancelled { throw ResolutionError(.timeout, "the lookup of \(subject()) was cancelled") }
-        if let rejected = failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
-        if let first = failures.first, NIODeadline.now() < budgetEnds { throw first }
-        let tried = failures.first.map { "; the first failure: \($0.message)" } ?? ""
+        if let rejected = tally.failures.first(where: { $0.code == .certificateRejected }) { throw rejected }
+        if let first = tally.failures.first, NIODeadline.now() < budgetEnds { throw first }
+        let tried = tally.failures.first.map { "; the first failure: \($0.message)" } ?? ""
         throw ResolutionError(.timeout, "no \(sourceName) \(noun) answered for \(subject()) within \(budget.clampedMilliseconds) ms\(tried)")
+    }
+
+    /// What a run's failed attempts left: their errors, and the addresses that answered SERVFAIL or REFUSED (blamed if
+    /// a later one answers).
+    private struct Tally {
+        var failures: [ResolutionError] = []
+        var unusable: [Int] = []
+    }
+
+    /// Counts a failed attempt of address `index`, begun in health generation `began` (`generation` is the run's):
+    /// blames the address, unless its attempt was cut short by the budget, its caller went away or the network changed
+    /// since; throws when no other address may be tried.
+    private func settle(
+        _ failure: AttemptFailure,
+        index: Int,
+        attemptEnds: NIODeadline,
+        ownTimeout: NIODeadline,
+        began: UInt64,
+        generation: UInt64,
+        tally: inout Tally,
+        describe: (Int) -> String
+    ) throws(ResolutionError) {
+        switch failure {
+        case .final(let error):
+            throw error
+        case .tryNextAnswered(let error):
+            tally.failures.append(error)
+            if began == generation { tally.unusable.append(index) }
+            logger.debug(
+                noun == "service" ? "service address answered unusably" : "\(sourceName) \(noun) answered unusably",
+                metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]
+            )
+        case .tryNext(let error):
+            if error.code == .shutdown { throw error }
+            tally.failures.append(error)
+            // An address cut short by the end of the budget, not by its own timeout, is not held to blame; nor is one
+            // whose attempt began on the network before a change, nor one whose caller went away.
+            if !(error.code == .timeout && attemptEnds < ownTimeout), !Task.isCancelled {
+                health.withLock { health in
+                    guard health.generation == began else { return }
+                    health.failed(index, now: clock.now())
+                }
+            }
+            logger.debug(
+                noun == "service" ? "service address failed" : "\(sourceName) \(noun) failed",
+                metadata: ["httpdns.\(noun)": "\(describe(index))", "error": "\(error)"]
+            )
+        }
     }
 
     /// Each address's failures in a row, in the configuration's order: what its cool-down follows.

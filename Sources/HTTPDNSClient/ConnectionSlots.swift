@@ -119,15 +119,19 @@ final class ConnectionSlots<Connection: SlotConnection>: Sendable {
         state = Mutex(State(slots: Array(repeating: .idle, count: count)))
     }
 
+    /// The open, active connection of server `index`, if it has one: what a request can use without waiting.
+    func openConnection(at index: Int) -> Connection? {
+        state.withLock { state in
+            guard !state.shutDown, case .open(let connection) = state.slots[index], connection.isActive else { return nil }
+            return connection
+        }
+    }
+
     /// The open connection of server `index`, or a new one `connect` opens, waited for by at most `deadline`.
     /// - Throws: ``ConnectionSlotsError``, or the error `connect`'s future failed with.
     func connection(at index: Int, deadline: NIODeadline, connect: () -> EventLoopFuture<Connection>) async throws -> Connection {
         // The common case, an open connection: no future and no wait.
-        let open: Connection? = state.withLock { state in
-            guard !state.shutDown, case .open(let connection) = state.slots[index], connection.isActive else { return nil }
-            return connection
-        }
-        if let open { return open }
+        if let open = openConnection(at: index) { return open }
         let (pending, isNew, replaced): (EventLoopFuture<Connection>?, Bool, Connection?) = state.withLock { state in
             guard !state.shutDown else { return (nil, false, nil) }
             var replaced: Connection?

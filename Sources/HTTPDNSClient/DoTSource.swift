@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import HTTPDNSSynchronization
 
 /// Resolves through DNS over TLS (RFC 7858) to resolvers addressed by IP: `tls://IP[:PORT]`, port 853 by default.
 ///
@@ -120,6 +121,13 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     let failover: AddressFailover
     private let connections: ConnectionSlots<DoTConnection>
     private let logger: Logger
+    private let sentOnConnection = Atomic<Int>(0)
+    private let answeredOnConnection = Atomic<Int>(0)
+
+    /// Lookups ``startQuery(_:families:completion:)`` sent on an open connection without a task, and those of them
+    /// answered there, for tests.
+    var lookupsSentOnConnection: Int { sentOnConnection.load(ordering: .relaxed) }
+    var lookupsAnsweredOnConnection: Int { answeredOnConnection.load(ordering: .relaxed) }
 
     /// - Parameters:
     ///   - configuration: the servers, trust and timing.
@@ -168,10 +176,76 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         try await FamilyQueries.answer(host, families) { family throws(ResolutionError) in try await self.lookUp(host, family) }
     }
 
-    private func lookUp(_ host: HostName, _ family: AddressFamily) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
+    private func lookUp(
+        _ host: HostName,
+        _ family: AddressFamily,
+        resuming: AddressFailover.Resumption? = nil
+    ) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
         let (bytes, type) = try FamilyQueries.query(host, family)
-        return try await exchange(bytes, subject: "\(host)") { answer, server throws(AddressFailover.AttemptFailure) in
+        return try await exchange(bytes, subject: "\(host)", resuming: resuming) { answer, server throws(AddressFailover.AttemptFailure) in
             try Self.familyAnswer(answer, from: server, host: host, type: type)
+        }
+    }
+
+    /// As ``query(_:families:)``, for ``ResolverCache``, which fills itself through it. When the server to ask first
+    /// has its connection open, each family's query goes out on it from here, and its answer is read on the
+    /// connection's event loop: no task, and no hop through one; `completion` is called there once every family is
+    /// answered. A family the server does not answer goes on at once, in a task, through the whole failover, within
+    /// what is left of the same budget: the server's failure is counted as the failover counts any other, and the
+    /// server is not asked that family again; a connection closed under the query is replaced, and the server asked
+    /// again on the new one, not blamed. Without an open connection, the whole lookup takes the failover's path.
+    public func startQuery(
+        _ host: HostName,
+        families: AddressFamilies,
+        completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
+    ) {
+        let asked = families.members
+        guard !asked.isEmpty, let first = failover.first(), let connection = connections.openConnection(at: first.index),
+            let queries = try? asked.map({ family throws(ResolutionError) in (family, try FamilyQueries.query(host, family)) })
+        else {
+            return completeInTask(completion) { try await self.query(host, families: families) }
+        }
+        sentOnConnection.add(1, ordering: .relaxed)
+        let (budgetEnds, attemptEnds, ownTimeout) = failover.deadlines()
+        let server = configuration.servers[first.index]
+        let lookup = FamilyLookups(families: asked, completion: completion)
+        for (family, query) in queries {
+            let started = ContinuousClock.now
+            connection.send(query.bytes, deadline: attemptEnds).whenComplete { [self] result in
+                let failure: AddressFailover.AttemptFailure?
+                do throws(AddressFailover.AttemptFailure) {
+                    switch result {
+                    case .success(let bytes):
+                        let answer = try Self.familyAnswer(bytes, from: server, host: host, type: query.type)
+                        failover.succeeded(first.index, generation: first.generation, elapsed: started.duration(to: .now))
+                        if lookup.settle(family, .success(answer), onConnection: true) { answeredOnConnection.add(1, ordering: .relaxed) }
+                        return
+                    case .failure(DoTTransportError.closed):
+                        // As on the failover's path: the server asked again, on a new connection, and not blamed.
+                        failure = nil
+                    case .failure(let error):
+                        throw .tryNext(describe(error, server: server))
+                    }
+                } catch {
+                    failure = error
+                }
+                if !connection.isActive { forget(connection, at: first.index) }
+                let resumption = AddressFailover.Resumption(
+                    budgetEnds: budgetEnds,
+                    failed: failure.map {
+                        AddressFailover.FirstFailure(
+                            index: first.index, generation: first.generation, failure: $0, attemptEnds: attemptEnds, ownTimeout: ownTimeout
+                        )
+                    }
+                )
+                Task {
+                    do throws(ResolutionError) {
+                        lookup.settle(family, .success(try await lookUp(host, family, resuming: resumption)))
+                    } catch {
+                        lookup.settle(family, .failure(error))
+                    }
+                }
+            }
         }
     }
 
@@ -204,10 +278,11 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     private func exchange<Result: Sendable>(
         _ query: [UInt8],
         subject: @autoclosure () -> String,
+        resuming: AddressFailover.Resumption? = nil,
         _ accept: ([UInt8], DoTEndpoint) throws(AddressFailover.AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let servers = configuration.servers
-        return try await failover.run(subject: subject(), describe: { servers[$0].description }) { index, deadline in
+        return try await failover.run(subject: subject(), describe: { servers[$0].description }, resuming: resuming) { index, deadline in
             let server = servers[index]
             let answer: [UInt8]
             do {
@@ -325,5 +400,45 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     /// Closes the connections. Queries after it fail with `shutdown`.
     public func shutdown() async {
         await connections.shutdown()
+    }
+}
+
+/// The families of one lookup ``DoTSource/startQuery(_:families:completion:)`` began, each settled on its own (on the
+/// connection's event loop, or in a task for one that went on to the failover): the completion is called once, when
+/// the last one is.
+private final class FamilyLookups: Sendable {
+    private struct State {
+        var results: [AddressFamily: Result<FamilyAnswer<IPAddress>, ResolutionError>] = [:]
+        var answeredOnConnection = 0
+    }
+
+    private let families: [AddressFamily]
+    private let completion: @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
+    private let state = Mutex(State())
+
+    init(families: [AddressFamily], completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void) {
+        self.families = families
+        self.completion = completion
+    }
+
+    /// Settles `family` (`onConnection`: answered on the open connection); the last family calls the completion: the
+    /// answers, or the first family's failure in the order asked (A's before AAAA's, as
+    /// ``FamilyQueries/answer(_:_:lookUp:)`` reports them).
+    /// - Returns: whether this completed the lookup with every family answered on the connection.
+    @discardableResult
+    func settle(_ family: AddressFamily, _ result: Result<FamilyAnswer<IPAddress>, ResolutionError>, onConnection: Bool = false) -> Bool {
+        let (all, everyOnConnection) = state.withLock { state in
+            state.results[family] = result
+            if onConnection { state.answeredOnConnection += 1 }
+            let complete = state.results.count == families.count
+            return (complete ? state.results : nil, state.answeredOnConnection == families.count)
+        }
+        guard let all else { return false }
+        do throws(ResolutionError) {
+            completion(.success(FamilyQueries.sourceAnswer(ipv4: try all[.ipv4]?.get(), ipv6: try all[.ipv6]?.get())))
+        } catch {
+            completion(.failure(error))
+        }
+        return everyOnConnection
     }
 }

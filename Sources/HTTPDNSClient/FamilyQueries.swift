@@ -11,11 +11,16 @@ enum FamilyQueries {
     ) async throws -> SourceAnswer {
         guard !families.isEmpty else { throw ResolutionError.noFamilies(host) }
         // One family: asked in this task, with no child task to make.
-        if families == .ipv4 { return SourceAnswer(ipv4: try await lookUp(.ipv4).map { $0.compactMap(\.v4) }) }
-        if families == .ipv6 { return SourceAnswer(ipv6: try await lookUp(.ipv6).map { $0.compactMap(\.v6) }) }
-        async let ipv4 = lookUp(.ipv4).map { $0.compactMap(\.v4) }
-        async let ipv6 = lookUp(.ipv6).map { $0.compactMap(\.v6) }
-        return SourceAnswer(ipv4: try await ipv4, ipv6: try await ipv6)
+        if families == .ipv4 { return sourceAnswer(ipv4: try await lookUp(.ipv4)) }
+        if families == .ipv6 { return sourceAnswer(ipv6: try await lookUp(.ipv6)) }
+        async let ipv4 = lookUp(.ipv4)
+        async let ipv6 = lookUp(.ipv6)
+        return sourceAnswer(ipv4: try await ipv4, ipv6: try await ipv6)
+    }
+
+    /// Each family's answer, its addresses of that family.
+    static func sourceAnswer(ipv4: FamilyAnswer<IPAddress>? = nil, ipv6: FamilyAnswer<IPAddress>? = nil) -> SourceAnswer {
+        SourceAnswer(ipv4: ipv4?.map { $0.compactMap(\.v4) }, ipv6: ipv6?.map { $0.compactMap(\.v6) })
     }
 
     /// The query for `host` and `family`'s record type, ID 0, recursion desired, and that type.

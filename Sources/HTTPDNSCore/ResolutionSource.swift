@@ -46,9 +46,19 @@ extension ResolutionSource {
         families: AddressFamilies,
         completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
     ) {
+        completeInTask(completion) { try await self.query(host, families: families) }
+    }
+
+    /// Runs `lookUp` in a new task and hands its outcome to `completion`, any error as a ``ResolutionError``: what
+    /// ``startQuery(_:families:completion:)`` does by default with ``query(_:families:)``, for a source whose own
+    /// `startQuery` answers some queries without a task and hands the rest on.
+    package func completeInTask(
+        _ completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void,
+        _ lookUp: @escaping @Sendable () async throws -> SourceAnswer
+    ) {
         Task {
             do {
-                completion(.success(try await query(host, families: families)))
+                completion(.success(try await lookUp()))
             } catch let error as ResolutionError {
                 completion(.failure(error))
             } catch {

@@ -1,4 +1,5 @@
 import HTTPDNSCore
+import HTTPDNSSynchronization
 import HTTPDNSTesting
 import HTTPDNSWire
 import NIOCore
@@ -18,6 +19,14 @@ struct DoTFaultTests {
         case silent
         /// Writes every frame back as it came.
         case echo
+        /// Writes the server's first frame back, on whichever connection; reads every later one and never writes.
+        case echoFirst(FirstFrame)
+    }
+
+    /// Whether a server has echoed its first frame yet, over all its connections.
+    final class FirstFrame: Sendable {
+        private let taken = Mutex(false)
+        func take() -> Bool { taken.withLock { taken in defer { taken = true }; return !taken } }
     }
 
     final class FaultyHandler: ChannelInboundHandler, Sendable {
@@ -27,7 +36,11 @@ struct DoTFaultTests {
         init(_ behaviour: Behaviour) { self.behaviour = behaviour }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if behaviour == .echo { context.writeAndFlush(data, promise: nil) }
+            switch behaviour {
+            case .silent: break
+            case .echo: context.writeAndFlush(data, promise: nil)
+            case .echoFirst(let first): if first.take() { context.writeAndFlush(data, promise: nil) }
+            }
         }
     }
 
@@ -97,6 +110,33 @@ struct DoTFaultTests {
             #expect(relayed?.message.contains("not a response") == true, "\(String(describing: relayed))")
             let looked = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
             #expect(looked?.code == .malformedAnswer, "\(String(describing: looked))")
+            await source.shutdown()
+        }
+    }
+
+    /// A lookup that the cache starts on the open connection, which then closes under it: as on the failover's path,
+    /// the server is asked again on a new connection, and not blamed for the close. (Here it never answers there: the
+    /// lookup times out at the end of its one budget, which cut that attempt short, so that is not blamed either.)
+    @Test func aLookupWhoseConnectionClosesUnderItIsAskedAgainOnANewOne() async throws {
+        try await Self.withFaultyServer(.echoFirst(FirstFrame())) { endpoint, certificate in
+            // Long enough for the handshake beside every other suite's servers (the lookup that times out takes it all).
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(10))
+            let host = try HostName("a.dot.test")
+            // The echo is no answer: a failure, which leaves the connection open (it was read from).
+            let echoed = await #expect(throws: ResolutionError.self) { try await source.query(host, families: .ipv4) }
+            #expect(echoed?.code == .malformedAnswer, "\(String(describing: echoed))")
+            #expect(source.failover.failuresInARow == [1])
+            let connection = try #require(await source.currentConnection(at: 0))
+            let result = await withCheckedContinuation { continuation in
+                source.startQuery(host, families: .ipv4) { continuation.resume(returning: $0) }
+                // After the query's write on the connection's loop: it is in flight when the connection closes.
+                connection.close()
+            }
+            #expect(source.lookupsSentOnConnection == 1)
+            guard case .failure(let error) = result else { Issue.record("answered: \(result)"); return }
+            #expect(error.code == .timeout, "\(error)")
+            #expect(source.connectionsOpened == 2, "asked again on a new connection")
+            #expect(source.failover.failuresInARow == [1], "neither the close nor the attempt the budget cut short is blamed")
             await source.shutdown()
         }
     }

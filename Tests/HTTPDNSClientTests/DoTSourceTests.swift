@@ -284,6 +284,68 @@ struct DoTSourceTests {
         }
     }
 
+    /// What ``ResolverCache`` calls: `startQuery`, waited for here.
+    static func started(_ source: DoTSource, _ host: String, _ families: AddressFamilies) async throws -> SourceAnswer {
+        let host = try HostName(host)
+        return try await withCheckedThrowingContinuation { continuation in
+            source.startQuery(host, families: families) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// The cache's lookups go out on the first server's open connection and are answered there, without a task:
+    /// both families, or one. The first, with no connection yet, takes the whole path and opens it.
+    @Test func aLookupOnAnOpenConnectionIsAnsweredWithoutATask() async throws {
+        try await Self.withDoT { _, certificate, endpoint in
+            try await Self.withSource(Self.configuration([endpoint], certificate: certificate)) { source in
+                let first = try await Self.started(source, "a.dot.test", .all)
+                #expect(first.ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+                #expect(source.lookupsAnsweredOnConnection == 0, "no connection was open")
+                let both = try await Self.started(source, "a.dot.test", .all)
+                #expect(both == first)
+                #expect(try await Self.started(source, "v4.dot.test", .ipv4).ipv4 == .addresses([IPv4Address("192.0.2.4")!], ttlSeconds: 120))
+                #expect(try await Self.started(source, "v4.dot.test", .ipv6).ipv6 == .negative(.noData, ttlSeconds: 60))
+                #expect(source.lookupsSentOnConnection == 3 && source.lookupsAnsweredOnConnection == 3)
+                #expect(source.connectionsOpened == 1)
+            }
+        }
+    }
+
+    /// On the open connection, the first server refuses what the next answers: the lookup goes on to the next server
+    /// within the same budget, and the first is cooled down as the failover would have cooled it.
+    @Test func aLookupRefusedOnAnOpenConnectionGoesOnToTheNextServer() async throws {
+        try await TestCertificate.with(subjectAltName: "DNS:dot.test") { certificate, key in
+            let tls = UnboundServer.TLS(certificate: certificate, key: key)
+            try await withUnbound(lines: Self.zone + [#"local-zone: "bad.dot.test." always_refuse"#], tls: tls) { refusing in
+                try await withUnbound(lines: Self.zone, tls: tls) { answering in
+                    let servers = [
+                        try DoTEndpoint(address: refusing.address.ip, port: refusing.tlsPort!),
+                        try DoTEndpoint(address: answering.address.ip, port: answering.tlsPort!),
+                    ]
+                    try await Self.withSource(Self.configuration(servers, certificate: certificate)) { source in
+                        // Opens the first server's connection; the second, never asked, would be tried first next (an
+                        // address with no latency yet is probed), unless it is known to be much slower (the first's
+                        // sample includes its handshake).
+                        _ = try await Self.started(source, "a.dot.test", .ipv4)
+                        let generation = try #require(source.failover.first()).generation
+                        source.failover.succeeded(1, generation: generation, elapsed: .seconds(3600))
+                        #expect(source.failover.first()?.index == 0)
+                        let answer = try await Self.started(source, "bad.dot.test", .all)
+                        #expect(answer.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
+                        #expect(answer.ipv6 == .negative(.nameNotFound, ttlSeconds: 60))
+                        #expect(source.lookupsSentOnConnection == 1 && source.lookupsAnsweredOnConnection == 0)
+                        // Each family's refusal counts, as each family's failover would count it.
+                        #expect(source.failover.failuresInARow == [2, 0], "\(source.failover.failuresInARow)")
+                        // Cooling down, the first server is asked last: the next lookup goes out on the second's
+                        // connection, which the refused lookup opened.
+                        #expect(try await Self.started(source, "a.dot.test", .ipv4).ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+                        #expect(source.lookupsAnsweredOnConnection == 1)
+                        #expect(source.connectionsOpened == 2)
+                    }
+                }
+            }
+        }
+    }
+
     /// As a relay: any type goes out as it is and comes back with every section and the query's own ID.
     @Test func relaysOtherTypes() async throws {
         try await Self.withDoT { _, certificate, endpoint in
