@@ -97,8 +97,8 @@ final class AddressFailover: Sendable {
     /// - Parameters:
     ///   - subject: what is asked, for the timeout's message (`example.com`).
     ///   - describe: an address, for logs.
-    ///   - resuming: a lookup whose first attempt was made outside: its budget, and that attempt's failure, which is
-    ///     counted as though it had been made here (that address is not tried again).
+    ///   - resuming: a lookup begun outside: its budget, and its first attempt's failure when it failed (counted as
+    ///     though it had been made here, and that address not tried again); with none, every address may be tried.
     ///   - attempt: one address's attempt, given its index and its deadline (the earlier of its own timeout and the
     ///     budget's end).
     /// - Throws: ``ResolutionError``: a rejected certificate first, else the first address's failure when all failed,

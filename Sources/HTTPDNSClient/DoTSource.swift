@@ -189,11 +189,14 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 
     /// As ``query(_:families:)``, for ``ResolverCache``, which fills itself through it. When the server to ask first
     /// has its connection open, each family's query goes out on it from here, and its answer is read on the
-    /// connection's event loop: no task, and no hop through one; `completion` is called there once every family is
-    /// answered. A family the server does not answer goes on at once, in a task, through the whole failover, within
-    /// what is left of the same budget: the server's failure is counted as the failover counts any other, and the
-    /// server is not asked that family again; a connection closed under the query is replaced, and the server asked
-    /// again on the new one, not blamed. Without an open connection, the whole lookup takes the failover's path.
+    /// connection's event loop: no task, and no hop through one; when every family is answered there, `completion` is
+    /// called there too. A family the server does not answer goes on at once, in a task, through the whole failover,
+    /// within what is left of the same budget: the server's failure is counted as the failover counts any other, and
+    /// the server is not asked that family again; the lookup fails as soon as its outcome is known (A's failure
+    /// without waiting for AAAA). A connection closed under the query is replaced, and the server asked again on the
+    /// new one, not blamed: as a new attempt, with its own attempt timeout within the budget (the failover's path
+    /// sends once more within the first attempt's), so a server whose connections keep closing is sent the query at
+    /// most three times. Without an open connection, the whole lookup takes the failover's path.
     public func startQuery(
         _ host: HostName,
         families: AddressFamilies,
@@ -208,7 +211,12 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         sentOnConnection.add(1, ordering: .relaxed)
         let (budgetEnds, attemptEnds, ownTimeout) = failover.deadlines()
         let server = configuration.servers[first.index]
-        let lookup = FamilyLookups(families: asked, completion: completion)
+        let lookup = FamilyLookups(families: asked)
+        let settle: @Sendable (AddressFamily, Result<FamilyAnswer<IPAddress>, ResolutionError>, Bool) -> Void = { [self] family, result, onConnection in
+            guard let (outcome, everyOnConnection) = lookup.settle(family, result, onConnection: onConnection) else { return }
+            if everyOnConnection { answeredOnConnection.add(1, ordering: .relaxed) }
+            completion(outcome)
+        }
         for (family, query) in queries {
             let started = ContinuousClock.now
             connection.send(query.bytes, deadline: attemptEnds).whenComplete { [self] result in
@@ -218,7 +226,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
                     case .success(let bytes):
                         let answer = try Self.familyAnswer(bytes, from: server, host: host, type: query.type)
                         failover.succeeded(first.index, generation: first.generation, elapsed: started.duration(to: .now))
-                        if lookup.settle(family, .success(answer), onConnection: true) { answeredOnConnection.add(1, ordering: .relaxed) }
+                        settle(family, .success(answer), true)
                         return
                     case .failure(DoTTransportError.closed):
                         // As on the failover's path: the server asked again, on a new connection, and not blamed.
@@ -240,9 +248,9 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
                 )
                 Task {
                     do throws(ResolutionError) {
-                        lookup.settle(family, .success(try await lookUp(host, family, resuming: resumption)))
+                        settle(family, .success(try await lookUp(host, family, resuming: resumption)), false)
                     } catch {
-                        lookup.settle(family, .failure(error))
+                        settle(family, .failure(error), false)
                     }
                 }
             }
@@ -404,41 +412,52 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
 }
 
 /// The families of one lookup ``DoTSource/startQuery(_:families:completion:)`` began, each settled on its own (on the
-/// connection's event loop, or in a task for one that went on to the failover): the completion is called once, when
-/// the last one is.
+/// connection's event loop, or in a task for one that went on to the failover): the last one settled completes the
+/// lookup.
 private final class FamilyLookups: Sendable {
     private struct State {
         var results: [AddressFamily: Result<FamilyAnswer<IPAddress>, ResolutionError>] = [:]
         var answeredOnConnection = 0
+        /// The outcome was handed out: later families are not waited for.
+        var done = false
     }
 
     private let families: [AddressFamily]
-    private let completion: @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
     private let state = Mutex(State())
 
-    init(families: [AddressFamily], completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void) {
+    init(families: [AddressFamily]) {
         self.families = families
-        self.completion = completion
     }
 
-    /// Settles `family` (`onConnection`: answered on the open connection); the last family calls the completion: the
-    /// answers, or the first family's failure in the order asked (A's before AAAA's, as
-    /// ``FamilyQueries/answer(_:_:lookUp:)`` reports them).
-    /// - Returns: whether this completed the lookup with every family answered on the connection.
-    @discardableResult
-    func settle(_ family: AddressFamily, _ result: Result<FamilyAnswer<IPAddress>, ResolutionError>, onConnection: Bool = false) -> Bool {
-        let (all, everyOnConnection) = state.withLock { state in
+    /// Settles `family` (`onConnection`: answered on the open connection).
+    /// - Returns: the lookup's outcome once it is known, exactly once: the answers when every family has one, or a
+    ///   family's failure as soon as every family asked before it has answered (A's failure before AAAA's, as
+    ///   ``FamilyQueries/answer(_:_:lookUp:)`` reports them, without waiting for AAAA); and whether every family was
+    ///   answered on the connection. Nil while the outcome is open, and for a family settled after it was handed out.
+    func settle(
+        _ family: AddressFamily,
+        _ result: Result<FamilyAnswer<IPAddress>, ResolutionError>,
+        onConnection: Bool = false
+    ) -> (outcome: Result<SourceAnswer, ResolutionError>, everyOnConnection: Bool)? {
+        state.withLock { state in
+            guard !state.done else { return nil }
             state.results[family] = result
             if onConnection { state.answeredOnConnection += 1 }
-            let complete = state.results.count == families.count
-            return (complete ? state.results : nil, state.answeredOnConnection == families.count)
+            var answers: [AddressFamily: FamilyAnswer<IPAddress>] = [:]
+            for asked in families {
+                switch state.results[asked] {
+                case nil:
+                    return nil
+                case .failure(let error):
+                    state.done = true
+                    return (.failure(error), false)
+                case .success(let answer):
+                    answers[asked] = answer
+                }
+            }
+            state.done = true
+            let outcome = FamilyQueries.sourceAnswer(ipv4: answers[.ipv4], ipv6: answers[.ipv6])
+            return (.success(outcome), state.answeredOnConnection == families.count)
         }
-        guard let all else { return false }
-        do throws(ResolutionError) {
-            completion(.success(FamilyQueries.sourceAnswer(ipv4: try all[.ipv4]?.get(), ipv6: try all[.ipv6]?.get())))
-        } catch {
-            completion(.failure(error))
-        }
-        return everyOnConnection
     }
 }

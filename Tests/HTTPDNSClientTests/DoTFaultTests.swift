@@ -21,6 +21,10 @@ struct DoTFaultTests {
         case echo
         /// Writes the server's first frame back, on whichever connection; reads every later one and never writes.
         case echoFirst(FirstFrame)
+        /// Writes back the queries for one record type (a query's last four bytes are its question's type and class);
+        /// reads the others and never writes. The client writes the queries of one tick together: each is found by
+        /// its two-byte length.
+        case echoType(UInt16)
     }
 
     /// Whether a server has echoed its first frame yet, over all its connections.
@@ -40,6 +44,15 @@ struct DoTFaultTests {
             case .silent: break
             case .echo: context.writeAndFlush(data, promise: nil)
             case .echoFirst(let first): if first.take() { context.writeAndFlush(data, promise: nil) }
+            case .echoType(let type):
+                var bytes = unwrapInboundIn(data)
+                while let length = bytes.readInteger(as: UInt16.self), let query = bytes.readSlice(length: Int(length)) {
+                    guard query.getInteger(at: query.writerIndex - 4, as: UInt16.self) == type else { continue }
+                    var frame = context.channel.allocator.buffer(capacity: 2 + query.readableBytes)
+                    frame.writeInteger(length)
+                    frame.writeImmutableBuffer(query)
+                    context.writeAndFlush(NIOAny(frame), promise: nil)
+                }
             }
         }
     }
@@ -129,7 +142,8 @@ struct DoTFaultTests {
             let connection = try #require(await source.currentConnection(at: 0))
             let result = await withCheckedContinuation { continuation in
                 source.startQuery(host, families: .ipv4) { continuation.resume(returning: $0) }
-                // After the query's write on the connection's loop: it is in flight when the connection closes.
+                // Queued on the connection's loop after the query's submission: the query is in flight (taken by the
+                // handler, an ID given) when the connection closes.
                 connection.close()
             }
             #expect(source.lookupsSentOnConnection == 1)
@@ -137,6 +151,28 @@ struct DoTFaultTests {
             #expect(error.code == .timeout, "\(error)")
             #expect(source.connectionsOpened == 2, "asked again on a new connection")
             #expect(source.failover.failuresInARow == [1], "neither the close nor the attempt the budget cut short is blamed")
+            await source.shutdown()
+        }
+    }
+
+    /// A lookup of both families started on the open connection, whose A the server fails at once while its AAAA
+    /// goes unanswered: the lookup fails with A's failure then, as the failover's path fails it, without waiting for
+    /// AAAA's attempt to time out.
+    @Test func aLookupFailsWithItsFirstFamilysFailureWithoutWaitingForTheOther() async throws {
+        try await Self.withFaultyServer(.echoType(1)) { endpoint, certificate in
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(20))
+            let host = try HostName("a.dot.test")
+            // Opens the connection (the echo is no answer: a failure, which leaves the connection open).
+            let echoed = await #expect(throws: ResolutionError.self) { try await source.query(host, families: .ipv4) }
+            #expect(echoed?.code == .malformedAnswer, "\(String(describing: echoed))")
+            let started = ContinuousClock.now
+            let result = await withCheckedContinuation { continuation in
+                source.startQuery(host, families: .all) { continuation.resume(returning: $0) }
+            }
+            #expect(source.lookupsSentOnConnection == 1)
+            guard case .failure(let error) = result else { Issue.record("answered: \(result)"); return }
+            #expect(error.code == .malformedAnswer, "A's failure: \(error)")
+            #expect(started.duration(to: .now) < .seconds(10), "not after AAAA's attempt (20 s)")
             await source.shutdown()
         }
     }
