@@ -265,6 +265,16 @@ struct DoTSourceTests {
     /// A server that refuses what the next one answers is cooled down: a wrong ACL or a broken resolver would
     /// otherwise be asked first, for nothing, on every query.
     @Test func aRefusalAnotherServerAnswersCoolsTheRefuserDown() async throws {
+        try await Self.withRefusingThenAnswering { source in
+            // The second server answers (NXDOMAIN: the name is under its static zone).
+            let answer = try await source.query(try HostName("bad.dot.test"), families: .ipv4)
+            #expect(answer.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
+            #expect(source.failover.failuresInARow == [1, 0], "\(source.failover.failuresInARow)")
+        }
+    }
+
+    /// A source over two unbounds, in this order: one that refuses `bad.dot.test`, one that answers it (NXDOMAIN).
+    static func withRefusingThenAnswering(_ body: (DoTSource) async throws -> Void) async throws {
         try await TestCertificate.with(subjectAltName: "DNS:dot.test") { certificate, key in
             let tls = UnboundServer.TLS(certificate: certificate, key: key)
             try await withUnbound(lines: Self.zone + [#"local-zone: "bad.dot.test." always_refuse"#], tls: tls) { refusing in
@@ -273,12 +283,7 @@ struct DoTSourceTests {
                         try DoTEndpoint(address: refusing.address.ip, port: refusing.tlsPort!),
                         try DoTEndpoint(address: answering.address.ip, port: answering.tlsPort!),
                     ]
-                    try await Self.withSource(Self.configuration(servers, certificate: certificate)) { source in
-                        // The second server answers (NXDOMAIN: the name is under its static zone).
-                        let answer = try await source.query(try HostName("bad.dot.test"), families: .ipv4)
-                        #expect(answer.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
-                        #expect(source.failover.failuresInARow == [1, 0], "\(source.failover.failuresInARow)")
-                    }
+                    try await Self.withSource(Self.configuration(servers, certificate: certificate), body)
                 }
             }
         }
@@ -313,36 +318,25 @@ struct DoTSourceTests {
     /// On the open connection, the first server refuses what the next answers: the lookup goes on to the next server
     /// within the same budget, and the first is cooled down as the failover would have cooled it.
     @Test func aLookupRefusedOnAnOpenConnectionGoesOnToTheNextServer() async throws {
-        try await TestCertificate.with(subjectAltName: "DNS:dot.test") { certificate, key in
-            let tls = UnboundServer.TLS(certificate: certificate, key: key)
-            try await withUnbound(lines: Self.zone + [#"local-zone: "bad.dot.test." always_refuse"#], tls: tls) { refusing in
-                try await withUnbound(lines: Self.zone, tls: tls) { answering in
-                    let servers = [
-                        try DoTEndpoint(address: refusing.address.ip, port: refusing.tlsPort!),
-                        try DoTEndpoint(address: answering.address.ip, port: answering.tlsPort!),
-                    ]
-                    try await Self.withSource(Self.configuration(servers, certificate: certificate)) { source in
-                        // Opens the first server's connection; the second, never asked, would be tried first next (an
-                        // address with no latency yet is probed), unless it is known to be much slower (the first's
-                        // sample includes its handshake).
-                        _ = try await Self.started(source, "a.dot.test", .ipv4)
-                        let generation = try #require(source.failover.first()).generation
-                        source.failover.succeeded(1, generation: generation, elapsed: .seconds(3600))
-                        #expect(source.failover.first()?.index == 0)
-                        let answer = try await Self.started(source, "bad.dot.test", .all)
-                        #expect(answer.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
-                        #expect(answer.ipv6 == .negative(.nameNotFound, ttlSeconds: 60))
-                        #expect(source.lookupsSentOnConnection == 1 && source.lookupsAnsweredOnConnection == 0)
-                        // Each family's refusal counts, as each family's failover would count it.
-                        #expect(source.failover.failuresInARow == [2, 0], "\(source.failover.failuresInARow)")
-                        // Cooling down, the first server is asked last: the next lookup goes out on the second's
-                        // connection, which the refused lookup opened.
-                        #expect(try await Self.started(source, "a.dot.test", .ipv4).ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
-                        #expect(source.lookupsAnsweredOnConnection == 1)
-                        #expect(source.connectionsOpened == 2)
-                    }
-                }
-            }
+        try await Self.withRefusingThenAnswering { source in
+            // Opens the first server's connection; the second, never asked, would be tried first next (an address with
+            // no latency yet is probed), unless it is known to be much slower (the first's sample includes its
+            // handshake).
+            _ = try await Self.started(source, "a.dot.test", .ipv4)
+            let generation = try #require(source.failover.first()).generation
+            source.failover.succeeded(1, generation: generation, elapsed: .seconds(3600))
+            #expect(source.failover.first()?.index == 0)
+            let answer = try await Self.started(source, "bad.dot.test", .all)
+            #expect(answer.ipv4 == .negative(.nameNotFound, ttlSeconds: 60))
+            #expect(answer.ipv6 == .negative(.nameNotFound, ttlSeconds: 60))
+            #expect(source.lookupsSentOnConnection == 1 && source.lookupsAnsweredOnConnection == 0)
+            // Each family's refusal counts, as each family's failover would count it.
+            #expect(source.failover.failuresInARow == [2, 0], "\(source.failover.failuresInARow)")
+            // Cooling down, the first server is asked last: the next lookup goes out on the second's connection,
+            // which the refused lookup opened.
+            #expect(try await Self.started(source, "a.dot.test", .ipv4).ipv4 == .addresses([IPv4Address("192.0.2.1")!], ttlSeconds: 300))
+            #expect(source.lookupsAnsweredOnConnection == 1)
+            #expect(source.connectionsOpened == 2)
         }
     }
 
