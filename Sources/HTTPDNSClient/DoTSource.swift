@@ -187,7 +187,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         }
     }
 
-    /// As ``query(_:families:)``, for ``ResolverCache``, which fills itself through it. When the server to ask first
+    /// As ``query(_:families:)``, for `ResolverCache`, which fills itself through it. When the server to ask first
     /// has its connection open, each family's query goes out on it from here, and its answer is read on the
     /// connection's event loop: no task, and no hop through one; when every family is answered there, `completion` is
     /// called there too. A family the server does not answer goes on at once, in a task, through the whole failover,
