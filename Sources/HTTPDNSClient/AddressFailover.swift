@@ -79,8 +79,14 @@ final class AddressFailover: Sendable {
     func deadlines() -> (budgetEnds: NIODeadline, attemptEnds: NIODeadline, ownTimeout: NIODeadline) {
         let now = NIODeadline.now()
         let budgetEnds = now + .nanoseconds(budgetNanoseconds)
+        let (attemptEnds, ownTimeout) = attemptDeadlines(from: now, budgetEnds: budgetEnds)
+        return (budgetEnds, attemptEnds, ownTimeout)
+    }
+
+    /// An attempt begun `now`: its own timeout, and its deadline, the earlier of that and the budget's end.
+    private func attemptDeadlines(from now: NIODeadline, budgetEnds: NIODeadline) -> (attemptEnds: NIODeadline, ownTimeout: NIODeadline) {
         let ownTimeout = now + .nanoseconds(attemptTimeoutNanoseconds)
-        return (budgetEnds, min(budgetEnds, ownTimeout), ownTimeout)
+        return (min(budgetEnds, ownTimeout), ownTimeout)
     }
 
     /// Address `index` answered, `elapsed` after its attempt began; `blamed` (those that answered SERVFAIL or REFUSED
@@ -123,8 +129,7 @@ final class AddressFailover: Sendable {
             let now = NIODeadline.now()
             // Past the budget, or the caller gone: no further address is tried (nor blamed for it).
             guard now < budgetEnds, !Task.isCancelled else { break }
-            let ownTimeout = now + .nanoseconds(attemptTimeoutNanoseconds)
-            let attemptEnds = min(budgetEnds, ownTimeout)
+            let (attemptEnds, ownTimeout) = attemptDeadlines(from: now, budgetEnds: budgetEnds)
             let started = ContinuousClock.now
             switch await attempt(index, attemptEnds) {
             case .success(let result):

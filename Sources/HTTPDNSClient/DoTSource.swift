@@ -1,11 +1,11 @@
 import HTTPDNSCore
 import HTTPDNSNetworking
+import HTTPDNSSynchronization
 import HTTPDNSWire
 import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
-import HTTPDNSSynchronization
 
 /// Resolves through DNS over TLS (RFC 7858) to resolvers addressed by IP: `tls://IP[:PORT]`, port 853 by default.
 ///
@@ -212,7 +212,8 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         let (budgetEnds, attemptEnds, ownTimeout) = failover.deadlines()
         let server = configuration.servers[first.index]
         let lookup = FamilyLookups(families: asked)
-        let settle: @Sendable (AddressFamily, Result<FamilyAnswer<IPAddress>, ResolutionError>, Bool) -> Void = { [self] family, result, onConnection in
+        let settle: @Sendable (AddressFamily, Result<FamilyAnswer<IPAddress>, ResolutionError>, Bool) -> Void = {
+            [self] family, result, onConnection in
             guard let (outcome, everyOnConnection) = lookup.settle(family, result, onConnection: onConnection) else { return }
             if everyOnConnection { answeredOnConnection.add(1, ordering: .relaxed) }
             completion(outcome)
@@ -437,7 +438,7 @@ private final class FamilyLookups: Sendable {
     func settle(
         _ family: AddressFamily,
         _ result: Result<FamilyAnswer<IPAddress>, ResolutionError>,
-        onConnection: Bool = false
+        onConnection: Bool
     ) -> (outcome: Result<SourceAnswer, ResolutionError>, everyOnConnection: Bool)? {
         state.withLock { state in
             guard !state.done else { return nil }
