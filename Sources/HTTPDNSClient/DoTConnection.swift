@@ -140,7 +140,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         /// The ID the caller gave the query, put back into its answer.
         let callerID: UInt16
         let promise: EventLoopPromise<[UInt8]>
-        let timeout: Scheduled<Void>?
+        /// Tells this query from an earlier one that had the same ID on the wire, in ``deadlines``.
+        let serial: UInt64
         /// Whether it went out on a connection that had answered before.
         let reused: Bool
         /// How many frames the connection had read when the query was written.
@@ -159,6 +160,12 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var ready: EventLoopPromise<Void>?
     private var context: ChannelHandlerContext?
     private var inFlight: [UInt16: Query] = [:]
+    /// The deadlines of the queries in flight, and one timer for the earliest: no timer per query. An answered query's
+    /// deadline stays until it is the earliest, or the heap is pruned.
+    private var deadlines = QueryDeadlines()
+    private var deadlineTimer: Scheduled<Void>?
+    /// When ``deadlineTimer`` fires.
+    private var timerDeadline: NIODeadline?
     private var waiting = CircularBuffer<Waiting>()
     private var nextSerial: UInt64 = 0
     private var nextID = UInt16.random(in: .min ... .max)
@@ -240,8 +247,41 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         scheduleIdleClose()
     }
 
-    private func inFlightTimedOut(_ id: UInt16) {
-        guard let query = inFlight.removeValue(forKey: id) else { return }
+    /// Fails the queries whose deadline has come, then sets the timer for the earliest deadline of one still in flight.
+    private func deadlineCame() {
+        deadlineTimer = nil
+        timerDeadline = nil
+        let now = NIODeadline.now()
+        while let earliest = deadlines.earliest, earliest.deadline <= now {
+            deadlines.removeEarliest()
+            inFlightTimedOut(earliest.id, serial: earliest.serial)
+        }
+        // Answered queries' deadlines are dropped, so that the timer is set for a query still waiting for its answer.
+        while let earliest = deadlines.earliest, inFlight[earliest.id]?.serial != earliest.serial {
+            deadlines.removeEarliest()
+        }
+        if let earliest = deadlines.earliest { setTimer(for: earliest.deadline) }
+    }
+
+    /// Makes sure the timer fires by `deadline`.
+    private func setTimer(for deadline: NIODeadline) {
+        if let timerDeadline, timerDeadline <= deadline { return }
+        guard let context else { return }
+        deadlineTimer?.cancel()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        deadlineTimer = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.deadlineCame() }
+        timerDeadline = deadline
+    }
+
+    private func cancelTimer() {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        timerDeadline = nil
+        deadlines.removeAll()
+    }
+
+    private func inFlightTimedOut(_ id: UInt16, serial: UInt64) {
+        guard inFlight[id]?.serial == serial, let query = inFlight.removeValue(forKey: id) else { return }
         // Nothing at all read since the query went out: the server (or the path to it) is gone, though TCP may not
         // know for many minutes. The connection is given up before the query fails, so that the next query opens a
         // new one instead of waiting out its deadline on this one.
@@ -262,9 +302,16 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         let id = free
         nextID = id &+ 1
         let callerID = UInt16(query[0]) << 8 | UInt16(query[1])
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.inFlightTimedOut(id) }
-        inFlight[id] = Query(callerID: callerID, promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
+        let serial = nextSerial
+        nextSerial += 1
+        inFlight[id] = Query(callerID: callerID, promise: promise, serial: serial, reused: answered > 0, framesReadBefore: framesRead)
+        deadlines.insert(.init(deadline: deadline, id: id, serial: serial))
+        // Deadlines of answered queries are pruned once they outnumber those in flight: the heap holds at most about
+        // twice what is in flight, however fast queries come.
+        if deadlines.count >= 2 * max(inFlight.count, 64) {
+            deadlines.keep { self.inFlight[$0.id]?.serial == $0.serial }
+        }
+        setTimer(for: deadline)
         // Every query of this tick of the event loop goes into one buffer, written and flushed once at its end: one
         // TLS record and one system call for a burst, not one each.
         if pending == nil { pending = context.channel.allocator.buffer(capacity: 64 * (2 + query.count)) }
@@ -273,6 +320,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         pending!.writeBytes(query[2...])
         if !flushScheduled {
             flushScheduled = true
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             context.eventLoop.execute {
                 let handler = bound.value
                 handler.flushScheduled = false
@@ -294,7 +342,6 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         // An answer to a query that has timed out already is dropped.
         guard let query = inFlight.removeValue(forKey: id) else { return }
-        query.timeout?.cancel()
         answered += 1
         var answer = frame.readBytes(length: frame.readableBytes)!
         answer[0] = UInt8(query.callerID >> 8)
@@ -346,8 +393,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         closed = true
         idleClose?.cancel()
         idleClose = nil
+        cancelTimer()
         for query in inFlight.values {
-            query.timeout?.cancel()
             query.promise.fail(DoTTransportError.closed(reused: query.reused))
         }
         inFlight = [:]
@@ -367,8 +414,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func failAll(_ error: any Error) {
+        cancelTimer()
         for query in inFlight.values {
-            query.timeout?.cancel()
             query.promise.fail(error)
         }
         inFlight = [:]
@@ -379,6 +426,62 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         while let next = waiting.popFirst() {
             next.timeout?.cancel()
             next.promise.fail(error)
+        }
+    }
+}
+
+/// The deadlines of a connection's queries in flight, earliest first: a binary min-heap. A query answered is not
+/// looked for here (that would cost a search per answer); its entry stays until it is the earliest or is pruned.
+struct QueryDeadlines {
+    struct Entry: Equatable {
+        var deadline: NIODeadline
+        var id: UInt16
+        var serial: UInt64
+    }
+
+    private var heap: [Entry] = []
+
+    var count: Int { heap.count }
+    var earliest: Entry? { heap.first }
+
+    mutating func insert(_ entry: Entry) {
+        heap.append(entry)
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].deadline < heap[parent].deadline else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeEarliest() {
+        guard !heap.isEmpty else { return }
+        heap.swapAt(0, heap.count - 1)
+        heap.removeLast()
+        siftDown(from: 0)
+    }
+
+    /// Keeps only the entries `isLive` says are still wanted.
+    mutating func keep(where isLive: (Entry) -> Bool) {
+        heap.removeAll { !isLive($0) }
+        for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
+    }
+
+    mutating func removeAll() {
+        heap.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < heap.count else { return }
+            var smallest = left
+            if left + 1 < heap.count, heap[left + 1].deadline < heap[left].deadline { smallest = left + 1 }
+            guard heap[smallest].deadline < heap[parent].deadline else { return }
+            heap.swapAt(smallest, parent)
+            parent = smallest
         }
     }
 }

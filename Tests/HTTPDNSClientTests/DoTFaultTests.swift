@@ -191,6 +191,42 @@ struct DoTFaultTests {
         withExtendedLifetime(listener) {}
     }
 
+    /// The connection keeps one timer for the deadlines of its queries in flight, set for the earliest: a query sent
+    /// after another, with an earlier deadline, brings the timer forward and times out at its own deadline. Nothing
+    /// having been read since, the connection is then given up, and the first query fails as closed long before its
+    /// own deadline (with the timer left at that one, both would wait for it and time out together).
+    @Test func aLaterQueryWithAnEarlierDeadlineTimesOutAtItsOwn() async throws {
+        try await Self.withFaultyServer(.silent) { endpoint, certificate in
+            var connection = ServiceConnection(servers: [])
+            connection.extraTrustRootsPEMFile = certificate
+            let settings = DoTConnection.Settings(
+                tls: try NIOSSLContext(configuration: try connection.makeTLSConfiguration()), serverName: "dot.test", pins: [], maxInFlight: 8,
+                maxWaiting: 8, idleTimeout: .seconds(60)
+            )
+            let dot = try await DoTConnection.connect(
+                to: endpoint, settings: settings, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, deadline: .now() + .seconds(30)
+            ).get()
+            let query = try DNSMessage(id: 1, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .a)]).encoded()
+            let first = dot.send(query, deadline: .now() + .seconds(20))
+            let second = dot.send(query, deadline: .now() + .milliseconds(200))
+            do {
+                _ = try await second.get()
+                Issue.record("the silent server answered")
+            } catch DoTTransportError.timedOut {
+            } catch {
+                Issue.record("the second query failed otherwise: \(error)")
+            }
+            do {
+                _ = try await first.get()
+                Issue.record("the silent server answered")
+            } catch DoTTransportError.closed {
+            } catch {
+                Issue.record("the first query should fail as closed when the connection is given up, not: \(error)")
+            }
+            dot.close()
+        }
+    }
+
     /// The relay's check of an answer against its query, byte by byte.
     @Test func relayAnswersAreCheckedAgainstTheirQuery() throws {
         let query = try DNSMessage(id: 7, recursionDesired: true, questions: [.init(name: "Example.test", type: .txt)]).encoded()
