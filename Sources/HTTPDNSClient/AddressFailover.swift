@@ -72,7 +72,7 @@ final class AddressFailover: Sendable {
 
     /// The address to try first now, and the health's generation, for a caller that makes that attempt itself.
     func first() -> (index: Int, generation: UInt64)? {
-        health.withLock { health in health.order(now: clock.now()).first.map { ($0, health.generation) } }
+        health.withLock { health in health.first(now: clock.now()).map { ($0, health.generation) } }
     }
 
     /// A budget from now, and the first attempt's deadline and own timeout within it.

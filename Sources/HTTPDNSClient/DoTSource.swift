@@ -211,10 +211,19 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         sentOnConnection.add(1, ordering: .relaxed)
         let (budgetEnds, attemptEnds, ownTimeout) = failover.deadlines()
         let server = configuration.servers[first.index]
-        let lookup = FamilyLookups(families: asked)
+        // With one family asked, its result is the lookup's, settled once: nothing to join.
+        let lookup = asked.count > 1 ? FamilyLookups(families: asked) : nil
         let settle: @Sendable (AddressFamily, Result<FamilyAnswer<IPAddress>, ResolutionError>, Bool) -> Void = {
             [self] family, result, onConnection in
-            guard let (outcome, everyOnConnection) = lookup.settle(family, result, onConnection: onConnection) else { return }
+            let outcome: Result<SourceAnswer, ResolutionError>
+            let everyOnConnection: Bool
+            if let lookup {
+                guard let settled = lookup.settle(family, result, onConnection: onConnection) else { return }
+                (outcome, everyOnConnection) = settled
+            } else {
+                outcome = result.map { family == .ipv4 ? FamilyQueries.sourceAnswer(ipv4: $0) : FamilyQueries.sourceAnswer(ipv6: $0) }
+                everyOnConnection = onConnection
+            }
             if everyOnConnection { answeredOnConnection.add(1, ordering: .relaxed) }
             completion(outcome)
         }
@@ -412,12 +421,13 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     }
 }
 
-/// The families of one lookup ``DoTSource/startQuery(_:families:completion:)`` began, each settled on its own (on the
-/// connection's event loop, or in a task for one that went on to the failover): the last one settled completes the
-/// lookup.
+/// The families of one lookup ``DoTSource/startQuery(_:families:completion:)`` began with both asked, each settled on
+/// its own (on the connection's event loop, or in a task for one that went on to the failover): the last one settled
+/// completes the lookup.
 private final class FamilyLookups: Sendable {
     private struct State {
-        var results: [AddressFamily: Result<FamilyAnswer<IPAddress>, ResolutionError>] = [:]
+        var ipv4: Result<FamilyAnswer<IPAddress>, ResolutionError>?
+        var ipv6: Result<FamilyAnswer<IPAddress>, ResolutionError>?
         var answeredOnConnection = 0
         /// The outcome was handed out: later families are not waited for.
         var done = false
@@ -442,22 +452,25 @@ private final class FamilyLookups: Sendable {
     ) -> (outcome: Result<SourceAnswer, ResolutionError>, everyOnConnection: Bool)? {
         state.withLock { state in
             guard !state.done else { return nil }
-            state.results[family] = result
+            switch family {
+            case .ipv4: state.ipv4 = result
+            case .ipv6: state.ipv6 = result
+            }
             if onConnection { state.answeredOnConnection += 1 }
-            var answers: [AddressFamily: FamilyAnswer<IPAddress>] = [:]
+            var answers: (ipv4: FamilyAnswer<IPAddress>?, ipv6: FamilyAnswer<IPAddress>?)
             for asked in families {
-                switch state.results[asked] {
+                switch asked == .ipv4 ? state.ipv4 : state.ipv6 {
                 case nil:
                     return nil
                 case .failure(let error):
                     state.done = true
                     return (.failure(error), false)
                 case .success(let answer):
-                    answers[asked] = answer
+                    if asked == .ipv4 { answers.ipv4 = answer } else { answers.ipv6 = answer }
                 }
             }
             state.done = true
-            let outcome = FamilyQueries.sourceAnswer(ipv4: answers[.ipv4], ipv6: answers[.ipv6])
+            let outcome = FamilyQueries.sourceAnswer(ipv4: answers.ipv4, ipv6: answers.ipv6)
             return (.success(outcome), state.answeredOnConnection == families.count)
         }
     }

@@ -32,15 +32,33 @@ struct ServiceAddressHealth: Sendable {
             guard let until = entries[index].coolingUntil else { return true }
             return until <= now
         }
-        // Healthy first (a probe after a cool-down comes after them), then by latency, then as configured.
-        let sortedReady = ready.sorted { a, b in
-            let (ea, eb) = (entries[a], entries[b])
-            if (ea.failuresInARow == 0) != (eb.failuresInARow == 0) { return ea.failuresInARow == 0 }
-            let (la, lb) = (ea.latencyNanoseconds ?? 0, eb.latencyNanoseconds ?? 0)
-            return la != lb ? la < lb : a < b
-        }
+        let sortedReady = ready.sorted(by: goesBefore)
         let cooling = entries.indices.filter { !ready.contains($0) }.sorted { entries[$0].coolingUntil! < entries[$1].coolingUntil! }
         return sortedReady + cooling
+    }
+
+    /// The first of ``order(now:)``, found in one pass that allocates nothing: what a lookup that asks one address
+    /// first needs.
+    func first(now: MonotonicInstant) -> Int? {
+        var firstReady: Int?
+        var soonestDue: Int?
+        for index in entries.indices {
+            if let until = entries[index].coolingUntil, until > now {
+                if soonestDue.map({ until < entries[$0].coolingUntil! }) ?? true { soonestDue = index }
+            } else if firstReady.map({ goesBefore(index, $0) }) ?? true {
+                firstReady = index
+            }
+        }
+        return firstReady ?? soonestDue
+    }
+
+    /// Whether ready address `a` is tried before ready address `b`: healthy first (a probe after a cool-down comes
+    /// after them), then by latency, then as configured.
+    private func goesBefore(_ a: Int, _ b: Int) -> Bool {
+        let (ea, eb) = (entries[a], entries[b])
+        if (ea.failuresInARow == 0) != (eb.failuresInARow == 0) { return ea.failuresInARow == 0 }
+        let (la, lb) = (ea.latencyNanoseconds ?? 0, eb.latencyNanoseconds ?? 0)
+        return la != lb ? la < lb : a < b
     }
 
     mutating func succeeded(_ index: Int, latencyNanoseconds: UInt64) {

@@ -50,4 +50,24 @@ import Testing
         #expect(health.order(now: start) == [0, 1], "as configured again")
         #expect(health.entries.allSatisfy { $0.failuresInARow == 0 && $0.coolingUntil == nil && $0.latencyNanoseconds == nil })
     }
+
+    /// `first(now:)`, which a lookup asking one address first uses, is always the first of `order(now:)`: over random
+    /// failures, successes and times, with ties in latency and in cool-downs among them.
+    @Test func theFirstIsAlwaysTheOrdersFirst() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let count = Int.random(in: 1...5, using: &generator)
+            var health = ServiceAddressHealth(count: count, coolDown: .seconds(1), maxCoolDown: .seconds(8))
+            for _ in 0..<Int.random(in: 0...12, using: &generator) {
+                let index = Int.random(in: 0..<count, using: &generator)
+                if Bool.random(using: &generator) {
+                    health.failed(index, now: at(Double(Int.random(in: 0...4, using: &generator))))
+                } else {
+                    health.succeeded(index, latencyNanoseconds: UInt64(Int.random(in: 1...3, using: &generator)) * 1_000_000)
+                }
+            }
+            let now = at(Double(Int.random(in: 0...20, using: &generator)) / 2)
+            #expect(health.first(now: now) == health.order(now: now).first, "\(health.entries) at \(now)")
+        }
+    }
 }
