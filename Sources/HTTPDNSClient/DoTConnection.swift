@@ -161,11 +161,13 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var inFlight: [UInt16: Query] = [:]
     /// The deadlines of the queries in flight, and one timer for the earliest: no timer per query. An answered query's
-    /// deadline stays until it is the earliest, or the heap is pruned.
+    /// deadline stays until the timer finds it first, the heap is pruned, or nothing is left in flight.
     private var deadlines = QueryDeadlines()
     private var deadlineTimer: Scheduled<Void>?
     /// When ``deadlineTimer`` fires.
     private var timerDeadline: NIODeadline?
+    /// Tells the current timer from one cancelled too late to stop it running.
+    private var timerGeneration: UInt64 = 0
     private var waiting = CircularBuffer<Waiting>()
     private var nextSerial: UInt64 = 0
     private var nextID = UInt16.random(in: .min ... .max)
@@ -248,10 +250,12 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Fails the queries whose deadline has come, then sets the timer for the earliest deadline of one still in flight.
-    private func deadlineCame() {
+    private func deadlineCame(generation: UInt64) {
+        // A timer cancelled after it was due may still run: the current one is someone else's.
+        guard generation == timerGeneration, let context else { return }
         deadlineTimer = nil
         timerDeadline = nil
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         while let earliest = deadlines.earliest, earliest.deadline <= now {
             deadlines.removeEarliest()
             inFlightTimedOut(earliest.id, serial: earliest.serial)
@@ -268,15 +272,19 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         if let timerDeadline, timerDeadline <= deadline { return }
         guard let context else { return }
         deadlineTimer?.cancel()
+        timerGeneration &+= 1
+        let generation = timerGeneration
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        deadlineTimer = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.deadlineCame() }
+        deadlineTimer = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.deadlineCame(generation: generation) }
         timerDeadline = deadline
     }
 
+    /// Nothing in flight: no deadline to keep, no timer.
     private func cancelTimer() {
         deadlineTimer?.cancel()
         deadlineTimer = nil
         timerDeadline = nil
+        timerGeneration &+= 1
         deadlines.removeAll()
     }
 
@@ -306,8 +314,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         nextSerial += 1
         inFlight[id] = Query(callerID: callerID, promise: promise, serial: serial, reused: answered > 0, framesReadBefore: framesRead)
         deadlines.insert(.init(deadline: deadline, id: id, serial: serial))
-        // Deadlines of answered queries are pruned once they outnumber those in flight: the heap holds at most about
-        // twice what is in flight, however fast queries come.
+        // Deadlines of answered queries are pruned once they make up half the heap: it holds at most twice what is in
+        // flight (or 128), however fast queries come.
         if deadlines.count >= 2 * max(inFlight.count, 64) {
             deadlines.keep { self.inFlight[$0.id]?.serial == $0.serial }
         }
@@ -342,6 +350,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         // An answer to a query that has timed out already is dropped.
         guard let query = inFlight.removeValue(forKey: id) else { return }
+        if inFlight.isEmpty { cancelTimer() }
         answered += 1
         var answer = frame.readBytes(length: frame.readableBytes)!
         answer[0] = UInt8(query.callerID >> 8)
@@ -351,11 +360,17 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         scheduleIdleClose()
     }
 
-    /// Sends waiting queries while there is room in flight.
+    /// Sends waiting queries while there is room in flight. One whose deadline has come fails as timed out, unsent:
+    /// sent, it would time out at once with nothing read since, and take the connection down with it.
     private func sendWaiting() {
-        guard let context, !closed else { return }
+        guard let context, !closed, !waiting.isEmpty else { return }
+        let now = context.eventLoop.now
         while inFlight.count < settings.maxInFlight, let next = waiting.popFirst() {
             next.timeout?.cancel()
+            if next.deadline <= now {
+                next.promise.fail(DoTTransportError.timedOut)
+                continue
+            }
             write(next.query, deadline: next.deadline, promise: next.promise, context: context)
         }
     }

@@ -222,7 +222,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
                 (outcome, everyOnConnection) = settled
             } else {
                 outcome = result.map { family == .ipv4 ? FamilyQueries.sourceAnswer(ipv4: $0) : FamilyQueries.sourceAnswer(ipv6: $0) }
-                everyOnConnection = onConnection
+                everyOnConnection = onConnection && (try? result.get()) != nil
             }
             if everyOnConnection { answeredOnConnection.add(1, ordering: .relaxed) }
             completion(outcome)

@@ -33,7 +33,11 @@ struct ServiceAddressHealth: Sendable {
             return until <= now
         }
         let sortedReady = ready.sorted(by: goesBefore)
-        let cooling = entries.indices.filter { !ready.contains($0) }.sorted { entries[$0].coolingUntil! < entries[$1].coolingUntil! }
+        // Soonest due first, then as configured.
+        let cooling = entries.indices.filter { !ready.contains($0) }.sorted { a, b in
+            let (ua, ub) = (entries[a].coolingUntil!, entries[b].coolingUntil!)
+            return ua != ub ? ua < ub : a < b
+        }
         return sortedReady + cooling
     }
 

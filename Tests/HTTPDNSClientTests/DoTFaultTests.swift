@@ -197,15 +197,7 @@ struct DoTFaultTests {
     /// own deadline (with the timer left at that one, both would wait for it and time out together).
     @Test func aLaterQueryWithAnEarlierDeadlineTimesOutAtItsOwn() async throws {
         try await Self.withFaultyServer(.silent) { endpoint, certificate in
-            var connection = ServiceConnection(servers: [])
-            connection.extraTrustRootsPEMFile = certificate
-            let settings = DoTConnection.Settings(
-                tls: try NIOSSLContext(configuration: try connection.makeTLSConfiguration()), serverName: "dot.test", pins: [], maxInFlight: 8,
-                maxWaiting: 8, idleTimeout: .seconds(60)
-            )
-            let dot = try await DoTConnection.connect(
-                to: endpoint, settings: settings, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, deadline: .now() + .seconds(30)
-            ).get()
+            let dot = try await Self.connect(endpoint, certificate: certificate, maxInFlight: 8)
             let query = try DNSMessage(id: 1, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .a)]).encoded()
             let first = dot.send(query, deadline: .now() + .seconds(20))
             let second = dot.send(query, deadline: .now() + .milliseconds(200))
@@ -225,6 +217,50 @@ struct DoTFaultTests {
             }
             dot.close()
         }
+    }
+
+    /// A query waiting for room whose deadline has come by the time room is made fails as timed out, unsent: sent, it
+    /// would time out at once with nothing read since it went out, and the connection, which is answering, would be
+    /// given up with every other query on it.
+    @Test func aWaitingQueryWhoseDeadlineCameIsNotSent() async throws {
+        try await Self.withFaultyServer(.echoType(DNSRecordType.a.rawValue)) { endpoint, certificate in
+            let dot = try await Self.connect(endpoint, certificate: certificate, maxInFlight: 2)
+            let answered = try DNSMessage(id: 1, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .a)]).encoded()
+            let unanswered = try DNSMessage(id: 2, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .aaaa)]).encoded()
+            // Time for the answer below to come first, on a busy machine.
+            let deadline = NIODeadline.now() + .seconds(2)
+            // In flight: one query the server never answers, then one it answers, read after the first went out.
+            let timingOut = dot.send(unanswered, deadline: deadline)
+            _ = try await dot.send(answered, deadline: .now() + .seconds(20)).get()
+            // In flight, full: that one and another the server never answers; waiting: one due with the first.
+            let pending = dot.send(unanswered, deadline: .now() + .seconds(20))
+            let waiting = dot.send(unanswered, deadline: deadline)
+            for (name, future) in [("in flight", timingOut), ("waiting", waiting)] {
+                do {
+                    _ = try await future.get()
+                    Issue.record("the \(name) query was answered")
+                } catch DoTTransportError.timedOut {
+                } catch {
+                    Issue.record("the \(name) query failed otherwise: \(error)")
+                }
+            }
+            #expect(dot.isActive, "the connection still answers: it is kept")
+            dot.close()
+            await #expect(throws: DoTTransportError.self) { try await pending.get() }
+        }
+    }
+
+    /// A connection to `endpoint` whose certificate holds dot.test.
+    static func connect(_ endpoint: DoTEndpoint, certificate: String, maxInFlight: Int) async throws -> DoTConnection {
+        var connection = ServiceConnection(servers: [])
+        connection.extraTrustRootsPEMFile = certificate
+        let settings = DoTConnection.Settings(
+            tls: try NIOSSLContext(configuration: try connection.makeTLSConfiguration()), serverName: "dot.test", pins: [],
+            maxInFlight: maxInFlight, maxWaiting: 8, idleTimeout: .seconds(60)
+        )
+        return try await DoTConnection.connect(
+            to: endpoint, settings: settings, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, deadline: .now() + .seconds(30)
+        ).get()
     }
 
     /// The relay's check of an answer against its query, byte by byte.
