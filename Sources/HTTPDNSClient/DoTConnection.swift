@@ -225,6 +225,12 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
             promise.fail(DoTTransportError.malformedFrame("a query of \(query.count) bytes"))
             return
         }
+        // Sent, a query already due would time out at once with nothing read since it went out, and take the
+        // connection down with it.
+        guard deadline > context.eventLoop.now else {
+            promise.fail(DoTTransportError.timedOut)
+            return
+        }
         idleClose?.cancel()
         idleClose = nil
         if inFlight.count < settings.maxInFlight {
@@ -314,8 +320,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         nextSerial += 1
         inFlight[id] = Query(callerID: callerID, promise: promise, serial: serial, reused: answered > 0, framesReadBefore: framesRead)
         deadlines.insert(.init(deadline: deadline, id: id, serial: serial))
-        // Deadlines of answered queries are pruned once they make up half the heap: it holds at most twice what is in
-        // flight (or 128), however fast queries come.
+        // Deadlines of answered queries are pruned once the heap reaches twice what is in flight (or 128): it holds
+        // fewer than twice `maxInFlight` (or 128) entries, however fast queries come.
         if deadlines.count >= 2 * max(inFlight.count, 64) {
             deadlines.keep { self.inFlight[$0.id]?.serial == $0.serial }
         }
