@@ -262,15 +262,19 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadlineTimer = nil
         timerDeadline = nil
         let now = context.eventLoop.now
-        while let earliest = deadlines.earliest, earliest.deadline <= now {
+        // Answered queries' deadlines are dropped on the way, so that the timer is set for a query still unanswered.
+        while let earliest = deadlines.earliest {
+            let live = isLive(earliest)
+            if live && earliest.deadline > now { break }
             deadlines.removeEarliest()
-            inFlightTimedOut(earliest.id, serial: earliest.serial)
-        }
-        // Answered queries' deadlines are dropped, so that the timer is set for a query still waiting for its answer.
-        while let earliest = deadlines.earliest, inFlight[earliest.id]?.serial != earliest.serial {
-            deadlines.removeEarliest()
+            if live { inFlightTimedOut(earliest.id) }
         }
         if let earliest = deadlines.earliest { setTimer(for: earliest.deadline) }
+    }
+
+    /// Whether `entry` is the deadline of a query still in flight, not of an answered one whose ID went to another.
+    private func isLive(_ entry: QueryDeadlines.Entry) -> Bool {
+        inFlight[entry.id]?.serial == entry.serial
     }
 
     /// Makes sure the timer fires by `deadline`.
@@ -294,8 +298,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadlines.removeAll()
     }
 
-    private func inFlightTimedOut(_ id: UInt16, serial: UInt64) {
-        guard inFlight[id]?.serial == serial, let query = inFlight.removeValue(forKey: id) else { return }
+    private func inFlightTimedOut(_ id: UInt16) {
+        guard let query = inFlight.removeValue(forKey: id) else { return }
         // Nothing at all read since the query went out: the server (or the path to it) is gone, though TCP may not
         // know for many minutes. The connection is given up before the query fails, so that the next query opens a
         // new one instead of waiting out its deadline on this one.
@@ -323,7 +327,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         // Deadlines of answered queries are pruned once the heap reaches twice what is in flight (or 128): it holds
         // fewer than twice `maxInFlight` (or 128) entries, however fast queries come.
         if deadlines.count >= 2 * max(inFlight.count, 64) {
-            deadlines.keep { self.inFlight[$0.id]?.serial == $0.serial }
+            deadlines.keep(where: isLive)
         }
         setTimer(for: deadline)
         // Every query of this tick of the event loop goes into one buffer, written and flushed once at its end: one

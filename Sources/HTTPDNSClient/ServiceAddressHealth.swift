@@ -33,11 +33,7 @@ struct ServiceAddressHealth: Sendable {
             return until <= now
         }
         let sortedReady = ready.sorted(by: goesBefore)
-        // Soonest due first, then as configured.
-        let cooling = entries.indices.filter { !ready.contains($0) }.sorted { a, b in
-            let (ua, ub) = (entries[a].coolingUntil!, entries[b].coolingUntil!)
-            return ua != ub ? ua < ub : a < b
-        }
+        let cooling = entries.indices.filter { !ready.contains($0) }.sorted(by: dueBefore)
         return sortedReady + cooling
     }
 
@@ -48,7 +44,7 @@ struct ServiceAddressHealth: Sendable {
         var soonestDue: Int?
         for index in entries.indices {
             if let until = entries[index].coolingUntil, until > now {
-                if soonestDue.map({ until < entries[$0].coolingUntil! }) ?? true { soonestDue = index }
+                if soonestDue.map({ dueBefore(index, $0) }) ?? true { soonestDue = index }
             } else if firstReady.map({ goesBefore(index, $0) }) ?? true {
                 firstReady = index
             }
@@ -63,6 +59,12 @@ struct ServiceAddressHealth: Sendable {
         if (ea.failuresInARow == 0) != (eb.failuresInARow == 0) { return ea.failuresInARow == 0 }
         let (la, lb) = (ea.latencyNanoseconds ?? 0, eb.latencyNanoseconds ?? 0)
         return la != lb ? la < lb : a < b
+    }
+
+    /// Whether cooling address `a` is tried before cooling address `b`: soonest due first, then as configured.
+    private func dueBefore(_ a: Int, _ b: Int) -> Bool {
+        let (ua, ub) = (entries[a].coolingUntil!, entries[b].coolingUntil!)
+        return ua != ub ? ua < ub : a < b
     }
 
     mutating func succeeded(_ index: Int, latencyNanoseconds: UInt64) {
