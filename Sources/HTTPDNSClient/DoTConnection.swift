@@ -51,6 +51,9 @@ final class DoTConnection: SlotConnection {
         /// Queries waiting beyond those; more fail at once.
         let maxWaiting: Int
         let idleTimeout: TimeAmount
+        /// How long a query that times out must have been out, with nothing read since, for the connection to be given
+        /// up with it. A query sent shortly before its deadline times out for want of time, not for a silent server.
+        let silenceToGiveUp: TimeAmount
     }
 
     let channel: any Channel
@@ -146,6 +149,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         let reused: Bool
         /// How many frames the connection had read when the query was written.
         let framesReadBefore: Int
+        /// When it was written.
+        let sentAt: NIODeadline
     }
 
     private struct Waiting {
@@ -225,16 +230,16 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
             promise.fail(DoTTransportError.malformedFrame("a query of \(query.count) bytes"))
             return
         }
-        // Sent, a query already due would time out at once with nothing read since it went out, and take the
-        // connection down with it.
-        guard deadline > context.eventLoop.now else {
+        // Sent, a query already due would only time out at once, an answer on its way for nothing.
+        let now = context.eventLoop.now
+        guard deadline > now else {
             promise.fail(DoTTransportError.timedOut)
             return
         }
         idleClose?.cancel()
         idleClose = nil
         if inFlight.count < settings.maxInFlight {
-            write(query, deadline: deadline, promise: promise, context: context)
+            write(query, deadline: deadline, promise: promise, now: now, context: context)
             return
         }
         guard waiting.count < settings.maxWaiting else {
@@ -267,7 +272,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
             let live = isLive(earliest)
             if live && earliest.deadline > now { break }
             deadlines.removeEarliest()
-            if live { inFlightTimedOut(earliest.id) }
+            if live { inFlightTimedOut(earliest.id, now: now) }
         }
         if let earliest = deadlines.earliest { setTimer(for: earliest.deadline) }
     }
@@ -298,12 +303,12 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadlines.removeAll()
     }
 
-    private func inFlightTimedOut(_ id: UInt16) {
+    private func inFlightTimedOut(_ id: UInt16, now: NIODeadline) {
         guard let query = inFlight.removeValue(forKey: id) else { return }
-        // Nothing at all read since the query went out: the server (or the path to it) is gone, though TCP may not
-        // know for many minutes. The connection is given up before the query fails, so that the next query opens a
-        // new one instead of waiting out its deadline on this one.
-        if framesRead == query.framesReadBefore {
+        // Nothing at all read since the query went out, a while ago: the server (or the path to it) is gone, though
+        // TCP may not know for many minutes. The connection is given up before the query fails, so that the next query
+        // opens a new one instead of waiting out its deadline on this one.
+        if framesRead == query.framesReadBefore && now - query.sentAt >= settings.silenceToGiveUp {
             closed = true
             context?.close(promise: nil)
             query.promise.fail(DoTTransportError.timedOut)
@@ -314,7 +319,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         scheduleIdleClose()
     }
 
-    private func write(_ query: [UInt8], deadline: NIODeadline, promise: EventLoopPromise<[UInt8]>, context: ChannelHandlerContext) {
+    private func write(_ query: [UInt8], deadline: NIODeadline, promise: EventLoopPromise<[UInt8]>, now: NIODeadline, context: ChannelHandlerContext) {
         var free = nextID
         while inFlight[free] != nil { free &+= 1 }
         let id = free
@@ -322,7 +327,9 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         let callerID = UInt16(query[0]) << 8 | UInt16(query[1])
         let serial = nextSerial
         nextSerial += 1
-        inFlight[id] = Query(callerID: callerID, promise: promise, serial: serial, reused: answered > 0, framesReadBefore: framesRead)
+        inFlight[id] = Query(
+            callerID: callerID, promise: promise, serial: serial, reused: answered > 0, framesReadBefore: framesRead, sentAt: now
+        )
         deadlines.insert(.init(deadline: deadline, id: id, serial: serial))
         // Deadlines of answered queries are pruned once the heap reaches twice what is in flight (or 128): it holds
         // fewer than twice `maxInFlight` (or 128) entries, however fast queries come.
@@ -370,8 +377,8 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
         scheduleIdleClose()
     }
 
-    /// Sends waiting queries while there is room in flight. One whose deadline has come fails as timed out, unsent:
-    /// sent, it would time out at once with nothing read since, and take the connection down with it.
+    /// Sends waiting queries while there is room in flight. One whose deadline has come fails as timed out, unsent: sent,
+    /// it would only time out at once.
     private func sendWaiting() {
         guard let context, !closed, !waiting.isEmpty else { return }
         let now = context.eventLoop.now
@@ -381,7 +388,7 @@ final class DoTQueryHandler: ChannelInboundHandler, RemovableChannelHandler {
                 next.promise.fail(DoTTransportError.timedOut)
                 continue
             }
-            write(next.query, deadline: next.deadline, promise: next.promise, context: context)
+            write(next.query, deadline: next.deadline, promise: next.promise, now: now, context: context)
         }
     }
 

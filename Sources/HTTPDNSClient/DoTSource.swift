@@ -160,7 +160,8 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
             pins: Set(configuration.pins),
             maxInFlight: configuration.maxQueriesInFlight,
             maxWaiting: configuration.maxQueriesWaiting,
-            idleTimeout: .nanoseconds(configuration.idleTimeout.clampedNanoseconds)
+            idleTimeout: .nanoseconds(configuration.idleTimeout.clampedNanoseconds),
+            silenceToGiveUp: .nanoseconds(configuration.attemptTimeout.clampedNanoseconds / 2)
         )
         failover = AddressFailover(
             count: configuration.servers.count,

@@ -87,6 +87,10 @@ final class HTTP2ServiceConnection: SlotConnection {
         let maxStreams: Int
         /// How long a connection with nothing in flight stays open.
         let idleTimeout: TimeAmount
+        /// How long a request that times out must have been out, with nothing read since, for the connection to be
+        /// given up with it. A request sent shortly before its deadline times out for want of time, not for a silent
+        /// server.
+        let silenceToGiveUp: TimeAmount
     }
 
     let channel: any Channel
@@ -234,6 +238,8 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let reused: Bool
         /// How many frames the connection had read when the request was written.
         let framesReadBefore: Int
+        /// When it was written.
+        let sentAt: NIODeadline
         /// Whether its HEADERS went out. Until then the HTTP/2 handler holds them back, while the server's stream limit
         /// is reached or the channel is not writable, and the server has not seen the stream.
         var opened = false
@@ -365,7 +371,9 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         if let body = request.body { headers.add(name: "content-length", value: String(body.count)) }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let timeout = context.eventLoop.scheduleTask(deadline: deadline) { bound.value.timedOut(id) }
-        streams[id] = Stream(promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead)
+        streams[id] = Stream(
+            promise: promise, timeout: timeout, reused: answered > 0, framesReadBefore: framesRead, sentAt: context.eventLoop.now
+        )
         // A frame the HTTP/2 handler refuses as a stream error comes back through errorCaught and fails its request; a
         // connection error closes the connection. (Frames it drops for a stream already closed, as the body after
         // HEADERS it refused, fail only their write promise, and there is none.)
@@ -481,13 +489,13 @@ final class HTTP2RequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private func timedOut(_ id: HTTP2StreamID) {
         guard let stream = streams[id] else { return }
-        // Nothing at all read since the request went out: the server (or the path to it) is gone, though TCP may not
-        // know for many minutes. The connection is given up, so that the next request opens a new one instead of
-        // waiting out its deadline on this one.
-        if framesRead == stream.framesReadBefore {
+        // Nothing at all read since the request went out, a while ago: the server (or the path to it) is gone, though
+        // TCP may not know for many minutes. The connection is given up, so that the next request opens a new one
+        // instead of waiting out its deadline on this one.
+        if framesRead == stream.framesReadBefore, let context, context.eventLoop.now - stream.sentAt >= settings.silenceToGiveUp {
             closed = true
             streams[id] = nil
-            context?.close(promise: nil)
+            context.close(promise: nil)
             stream.promise.fail(HTTP2TransportError.timedOut)
             return
         }

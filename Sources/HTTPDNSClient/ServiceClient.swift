@@ -93,7 +93,8 @@ final class ServiceClient: Sendable {
                 pins: Set(connection.pins),
                 maxAnswerBytes: settings.maxAnswerBytes,
                 maxStreams: Self.maxStreams,
-                idleTimeout: Self.idleTimeout
+                idleTimeout: Self.idleTimeout,
+                silenceToGiveUp: .nanoseconds(connection.attemptTimeout.clampedNanoseconds / 2)
             )
         } catch {
             throw ConfigurationError(.unreadable, key: "cacert", reason: "TLS could not be set up with these trust roots: \(error)", cause: error)

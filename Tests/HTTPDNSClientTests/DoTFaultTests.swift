@@ -250,6 +250,23 @@ struct DoTFaultTests {
         }
     }
 
+    /// A query sent shortly before its deadline times out for want of time, not because the server went silent: with
+    /// nothing read since it went out, but out for less than the silence that gives a connection up, it fails alone,
+    /// and the connection answers the next query.
+    @Test func aQueryThatHadLittleTimeLeavesTheConnectionUp() async throws {
+        try await Self.withFaultyServer(.echoType(DNSRecordType.a.rawValue)) { endpoint, certificate in
+            let dot = try await Self.connect(endpoint, certificate: certificate, maxInFlight: 8, silenceToGiveUp: .seconds(30))
+            let answered = try DNSMessage(id: 1, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .a)]).encoded()
+            let unanswered = try DNSMessage(id: 2, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .aaaa)]).encoded()
+            await Self.expectFailure(dot.send(unanswered, deadline: .now() + .milliseconds(100)), "the query with 100 ms") {
+                if case .timedOut = $0 { true } else { false }
+            }
+            #expect(dot.isActive, "the connection is kept")
+            #expect(try await dot.send(answered, deadline: .now() + .seconds(20)).get() == answered, "the echo of the next query")
+            dot.close()
+        }
+    }
+
     /// Waits for `future`, an exchange on a connection, and records an issue unless it fails with an error `expected`
     /// takes.
     static func expectFailure(_ future: EventLoopFuture<[UInt8]>, _ what: String, _ expected: (DoTTransportError) -> Bool) async {
@@ -262,13 +279,19 @@ struct DoTFaultTests {
         }
     }
 
-    /// A connection to `endpoint` whose certificate holds dot.test.
-    static func connect(_ endpoint: DoTEndpoint, certificate: String, maxInFlight: Int) async throws -> DoTConnection {
+    /// A connection to `endpoint` whose certificate holds dot.test. With `silenceToGiveUp` at zero, any query that times
+    /// out with nothing read since it went out gives the connection up: a sign, in these tests, that it was sent.
+    static func connect(
+        _ endpoint: DoTEndpoint,
+        certificate: String,
+        maxInFlight: Int,
+        silenceToGiveUp: TimeAmount = .zero
+    ) async throws -> DoTConnection {
         var connection = ServiceConnection(servers: [])
         connection.extraTrustRootsPEMFile = certificate
         let settings = DoTConnection.Settings(
             tls: try NIOSSLContext(configuration: try connection.makeTLSConfiguration()), serverName: "dot.test", pins: [],
-            maxInFlight: maxInFlight, maxWaiting: 8, idleTimeout: .seconds(60)
+            maxInFlight: maxInFlight, maxWaiting: 8, idleTimeout: .seconds(60), silenceToGiveUp: silenceToGiveUp
         )
         return try await DoTConnection.connect(
             to: endpoint, settings: settings, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, deadline: .now() + .seconds(30)

@@ -37,10 +37,10 @@ struct HTTP2RequestHandlerTests {
         let handler: HTTP2RequestHandler
         let serverFrames: ServerFrames
 
-        init(serverMaxStreams: Int = 1000) throws {
+        init(serverMaxStreams: Int = 1000, silenceToGiveUp: TimeAmount = .seconds(1)) throws {
             let settings = HTTP2ServiceConnection.Settings(
                 tls: try NIOSSLContext(configuration: .makeClientConfiguration()), serverName: nil, pins: [],
-                maxAnswerBytes: 64 * 1024, maxStreams: 1024, idleTimeout: .seconds(60)
+                maxAnswerBytes: 64 * 1024, maxStreams: 1024, idleTimeout: .seconds(60), silenceToGiveUp: silenceToGiveUp
             )
             client = EmbeddedChannel()
             try client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
@@ -83,11 +83,16 @@ struct HTTP2RequestHandlerTests {
             }
         }
 
-        func request(path: String = "/q", headers: [(String, String)] = []) -> EventLoopFuture<HTTP2ServiceResponse> {
+        /// A request; `timeout` is on the embedded event loop's clock, which only `advanceTime(by:)` moves.
+        func request(
+            path: String = "/q",
+            headers: [(String, String)] = [],
+            timeout: TimeAmount = .seconds(3600)
+        ) -> EventLoopFuture<HTTP2ServiceResponse> {
             let promise = client.eventLoop.makePromise(of: HTTP2ServiceResponse.self)
             handler.submit(
                 HTTP2ServiceRequest(method: .GET, path: path, authority: "a.test", headers: headers, body: nil),
-                deadline: .now() + .seconds(3600),
+                deadline: client.eventLoop.now + timeout,
                 promise: promise
             )
             return promise.futureResult
@@ -308,6 +313,45 @@ struct HTTP2RequestHandlerTests {
             return
         }
         #expect(!pair.client.isActive)
+    }
+
+    /// A request that times out with nothing at all read since it went out, out for longer than the silence that
+    /// gives a connection up (1 s here): the server or the path to it is gone, and the connection is given up with it.
+    @Test func aRequestTimingOutToASilentServerGivesTheConnectionUp() throws {
+        let pair = try Pair(silenceToGiveUp: .seconds(1))
+        let silent = pair.request(timeout: .seconds(2))
+        try pair.pump()
+        (pair.client.eventLoop as! EmbeddedEventLoop).advanceTime(by: .seconds(2))
+        guard case .failure(HTTP2TransportError.timedOut)? = Self.outcome(silent) else {
+            Issue.record("\(String(describing: Self.outcome(silent)))")
+            return
+        }
+        #expect(!pair.client.isActive)
+    }
+
+    /// A request sent shortly before its deadline times out for want of time, not because the server went silent: out
+    /// for less than the silence that gives a connection up, it fails alone (its stream reset), and the connection
+    /// answers the next request.
+    @Test func aRequestThatHadLittleTimeLeavesTheConnectionUp() throws {
+        let pair = try Pair(silenceToGiveUp: .seconds(1))
+        let hurried = pair.request(timeout: .milliseconds(100))
+        try pair.pump()
+        (pair.client.eventLoop as! EmbeddedEventLoop).advanceTime(by: .milliseconds(100))
+        try pair.pump()
+        guard case .failure(HTTP2TransportError.timedOut)? = Self.outcome(hurried) else {
+            Issue.record("\(String(describing: Self.outcome(hurried)))")
+            return
+        }
+        #expect(pair.client.isActive)
+        let reset = pair.serverFrames.frames.contains { frame in
+            if case .rstStream(.cancel) = frame.payload { frame.streamID == 1 } else { false }
+        }
+        #expect(reset, "the stream of the request that timed out is reset")
+        let next = pair.request()
+        try pair.pump()
+        pair.respond(3, body: ByteBuffer(string: "answer"))
+        try pair.pump()
+        #expect(Self.body(next) == "answer")
     }
 
     /// A path with a query (new with every name looked up) is a literal the server does not add to its HPACK table,

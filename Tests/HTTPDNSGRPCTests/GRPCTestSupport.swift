@@ -248,6 +248,20 @@ extension GRPCClient where Transport == HTTP2ClientTransport.Posix {
         return report
     }
 
+    /// A unary call made again while it fails as `unavailable`, at most `attempts` times (each with the service
+    /// config's own retries): for a call made while the channel moves to another address. Any other error, or
+    /// `unavailable` on the last attempt, is thrown.
+    func whoWhileUnavailable(attempts: Int) async throws -> Report {
+        for _ in 1..<attempts {
+            do {
+                return try await who(waitForReady: true)
+            } catch let error as RPCError where error.code == .unavailable {
+                continue
+            }
+        }
+        return try await who(waitForReady: true)
+    }
+
     /// A bidirectional streaming call to the probe service: `messages` sent, one report back for each.
     func whoStreaming(_ messages: [String], waitForReady: Bool = false) async throws -> [Report] {
         var options = CallOptions.defaults
