@@ -99,8 +99,9 @@ struct DoTFaultTests {
     /// dead one.
     @Test func aServerThatNeverAnswersLosesItsConnection() async throws {
         try await Self.withFaultyServer(.silent) { endpoint, certificate in
-            // Long enough for the handshake on a busy machine: the query itself must be what times out.
-            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(3))
+            // Long enough for the handshake on a busy machine: the query itself must be what times out, and be out for
+            // at least half the attempt (the silence that gives a connection up), whatever the handshake took of it.
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(8))
             let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
             #expect(error?.code == .timeout, "\(String(describing: error))")
             #expect(error?.message.contains("answer") == true, "the query timed out, not the connect: \(String(describing: error))")
