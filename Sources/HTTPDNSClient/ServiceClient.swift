@@ -69,8 +69,6 @@ final class ServiceClient: Sendable {
     /// (without the failover's task): for tests.
     var lookupsSentOnConnection: Int { sentOnConnection.load(ordering: .relaxed) }
     var lookupsAnsweredOnConnection: Int { answeredOnConnection.load(ordering: .relaxed) }
-    /// HTTP/2 connections begun, to any address: for tests.
-    var connectionsOpened: Int { connections.opened }
     private let logger: Logger
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
