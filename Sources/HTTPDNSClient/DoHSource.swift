@@ -56,55 +56,15 @@ public final class DoHSource: ResolutionSource, MessageRelaying {
 
     private func lookUp(_ host: HostName, _ family: AddressFamily) async throws(ResolutionError) -> FamilyAnswer<IPAddress> {
         let (bytes, type) = try FamilyQueries.query(host, family)
-        let request = Self.request(bytes, method: configuration.method)
-        return try await client.send(request.target, accept: Self.dnsMessage, body: request.body, host: host.value) {
-            answer throws(ServiceClient.AttemptFailure) in try Self.familyAnswer(answer, host: host, type: type)
+        let accept = "application/dns-message"
+        let read = { (answer: ServiceClient.Answer) throws(ServiceClient.AttemptFailure) -> FamilyAnswer<IPAddress> in
+            try Self.familyAnswer(answer, host: host, type: type)
         }
-    }
-
-    /// As ``query(_:families:)``, for `ResolverCache`, which fills itself through it: when the address to ask first has
-    /// its HTTP/2 connection open, each family's request goes out on it and its answer is read on the connection's
-    /// event loop, without a task; anything else goes on through the whole failover, in a task, within the same
-    /// budget. The lookup fails as soon as its outcome is known (A's failure without waiting for AAAA).
-    public func startQuery(
-        _ host: HostName,
-        families: AddressFamilies,
-        completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
-    ) {
-        let asked = families.members
-        guard !asked.isEmpty else { return completion(.failure(ResolutionError.noFamilies(host))) }
-        let queries: [(family: AddressFamily, bytes: [UInt8], type: DNSRecordType)]
-        do throws(ResolutionError) {
-            queries = try asked.map { family throws(ResolutionError) in
-                let (bytes, type) = try FamilyQueries.query(host, family)
-                return (family, bytes, type)
-            }
-        } catch {
-            return completion(.failure(error))
-        }
-        // With one family asked, its result is the lookup's: nothing to join.
-        let lookup = asked.count > 1 ? FamilyLookups(families: asked) : nil
-        for query in queries {
-            let request = Self.request(query.bytes, method: configuration.method)
-            client.start(request.target, accept: Self.dnsMessage, body: request.body, host: host.value, { [type = query.type] answer throws(ServiceClient.AttemptFailure) in
-                try Self.familyAnswer(answer, host: host, type: type)
-            }) { [family = query.family] result in
-                if let lookup {
-                    if let settled = lookup.settle(family, result) { completion(settled.outcome) }
-                } else {
-                    completion(result.map { family == .ipv4 ? FamilyQueries.sourceAnswer(ipv4: $0) : FamilyQueries.sourceAnswer(ipv6: $0) })
-                }
-            }
-        }
-    }
-
-    private static let dnsMessage = "application/dns-message"
-
-    /// The target and body that send `query` by `method`: GET `?dns=` (base64url), or POST with the query as the body.
-    private static func request(_ query: [UInt8], method: Configuration.Method) -> (target: String, body: (contentType: String, bytes: [UInt8])?) {
-        switch method {
-        case .get: ("?dns=\(Base64URL.encode(query))", nil)
-        case .post: ("", (dnsMessage, query))
+        switch configuration.method {
+        case .get:
+            return try await client.send("?dns=\(Base64URL.encode(bytes))", accept: accept, host: host.value, read)
+        case .post:
+            return try await client.send("", accept: accept, body: (accept, bytes), host: host.value, read)
         }
     }
 

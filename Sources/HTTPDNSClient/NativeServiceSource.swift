@@ -42,8 +42,7 @@ public final class NativeServiceSource: BatchResolutionSource {
     public var name: String { configuration.name }
     public var upstreamDescription: String { configuration.upstreamDescription }
 
-    /// Internal, not private: tests read it.
-    let client: ServiceClient
+    private let client: ServiceClient
     private let unixTime: @Sendable () -> Int64
 
     /// - Throws: `ConfigurationError` naming a setting that cannot work (no servers, a budget of 0, an unreadable
@@ -66,21 +65,6 @@ public final class NativeServiceSource: BatchResolutionSource {
             answer throws(ServiceClient.AttemptFailure) in
             try Self.sourceAnswer(answer, host: host, families: families)
         }
-    }
-
-    /// As ``query(_:families:)``, for `ResolverCache`, which fills itself through it: when the address to ask first has
-    /// its HTTP/2 connection open, the request goes out on it and its answer is read on the connection's event loop,
-    /// without a task; anything else goes on through the whole failover, in a task, within the same budget.
-    public func startQuery(
-        _ host: HostName,
-        families: AddressFamilies,
-        completion: @escaping @Sendable (Result<SourceAnswer, ResolutionError>) -> Void
-    ) {
-        guard !families.isEmpty else { return completion(.failure(ResolutionError.noFamilies(host))) }
-        let request = NativeRequest(hosts: [host], families: families, account: configuration.account)
-        client.start(request.target(unixSeconds: unixTime()), accept: "application/json", host: host.value, { answer throws(ServiceClient.AttemptFailure) in
-            try Self.sourceAnswer(answer, host: host, families: families)
-        }, completion: completion)
     }
 
     public var maxBatchSize: Int { max(1, configuration.maxHostsPerBatch) }

@@ -63,12 +63,6 @@ final class ServiceClient: Sendable {
     private let http2: HTTP2ServiceConnection.Settings
     /// Internal, not private: tests read its health.
     let failover: AddressFailover
-    private let sentOnConnection = Atomic<Int>(0)
-    private let answeredOnConnection = Atomic<Int>(0)
-    /// Lookups ``start(_:accept:body:host:_:completion:)`` sent on an open connection, and those of them answered there
-    /// (without the failover's task): for tests.
-    var lookupsSentOnConnection: Int { sentOnConnection.load(ordering: .relaxed) }
-    var lookupsAnsweredOnConnection: Int { answeredOnConnection.load(ordering: .relaxed) }
     private let logger: Logger
 
     init(settings: Settings, clock: any MonotonicClock, logger: Logger) throws(ConfigurationError) {
@@ -180,86 +174,17 @@ final class ServiceClient: Sendable {
     ///   is tried) or ``AttemptFailure/final(_:)`` when no address would answer otherwise.
     /// - Throws: ``ResolutionError``: a rejected certificate first, else the first address's failure when all failed,
     ///   `.timeout` when the budget ran out (``AddressFailover``).
-    /// - Parameter resuming: a lookup ``start(_:accept:body:host:_:completion:)`` began on an open connection.
     func send<Result: Sendable>(
         _ target: String,
         accept acceptHeader: String,
         body: (contentType: String, bytes: [UInt8])? = nil,
         host: String,
-        resuming: AddressFailover.Resumption? = nil,
         _ accept: (Answer) throws(AttemptFailure) -> Result
     ) async throws(ResolutionError) -> Result {
         let endpoints = settings.endpoints
         let request = Request(target: target, accept: acceptHeader, body: body)
-        return try await failover.run(subject: host, describe: { endpoints[$0].description }, resuming: resuming) { index, deadline in
+        return try await failover.run(subject: host, describe: { endpoints[$0].description }) { index, deadline in
             await attempt(request, on: index, until: deadline, host: host, accept)
-        }
-    }
-
-    /// As ``send(_:accept:body:host:resuming:_:)``, for a caller without a task (a source's `startQuery`,
-    /// through which `ResolverCache` fills itself). When the address to ask first has its HTTP/2 connection open, the
-    /// request goes out on it from here, and `accept` reads the answer on the connection's event loop, where
-    /// `completion` is called too: no task, and no hop through one. Anything else goes on in a task through the whole
-    /// failover, within what is left of the same budget: without an open connection, the whole lookup; after a
-    /// failure there, the rest, that address's failure counted as the failover counts any other (and the address not
-    /// asked again). A request the server did not process, or lost to the close of a connection that had answered
-    /// before, is not held against the address: the failover asks it again, on a new connection.
-    func start<Result: Sendable>(
-        _ target: String,
-        accept acceptHeader: String,
-        body: (contentType: String, bytes: [UInt8])? = nil,
-        host: String,
-        _ accept: @escaping @Sendable (Answer) throws(AttemptFailure) -> Result,
-        completion: @escaping @Sendable (Swift.Result<Result, ResolutionError>) -> Void
-    ) {
-        guard let first = failover.first(), let connection = connections.openConnection(at: first.index) else {
-            Task {
-                do throws(ResolutionError) {
-                    completion(.success(try await send(target, accept: acceptHeader, body: body, host: host, accept)))
-                } catch {
-                    completion(.failure(error))
-                }
-            }
-            return
-        }
-        sentOnConnection.add(1, ordering: .relaxed)
-        let endpoint = settings.endpoints[first.index]
-        let (budgetEnds, attemptEnds, ownTimeout) = failover.deadlines()
-        let started = ContinuousClock.now
-        let message = http2Request(Request(target: target, accept: acceptHeader, body: body), on: endpoint)
-        connection.send(message, deadline: attemptEnds).futureResult.whenComplete { [self] result in
-            let failure: AttemptFailure?
-            switch result {
-            case .success(let response):
-                do throws(AttemptFailure) {
-                    let value = try accept(Answer(status: response.status, body: response.body, endpoint: endpoint))
-                    failover.succeeded(first.index, generation: first.generation, elapsed: started.duration(to: .now))
-                    answeredOnConnection.add(1, ordering: .relaxed)
-                    completion(.success(value))
-                    return
-                } catch {
-                    failure = error
-                }
-            case .failure(HTTP2TransportError.unprocessed), .failure(HTTP2TransportError.closed(reused: true)):
-                failure = nil
-            case .failure(let error):
-                failure = .tryNext(Self.describe(error, endpoint: endpoint, host: host))
-            }
-            let resumption = AddressFailover.Resumption(
-                budgetEnds: budgetEnds,
-                failed: failure.map {
-                    AddressFailover.FirstFailure(
-                        index: first.index, generation: first.generation, failure: $0, attemptEnds: attemptEnds, ownTimeout: ownTimeout
-                    )
-                }
-            )
-            Task {
-                do throws(ResolutionError) {
-                    completion(.success(try await send(target, accept: acceptHeader, body: body, host: host, resuming: resumption, accept)))
-                } catch {
-                    completion(.failure(error))
-                }
-            }
         }
     }
 
@@ -299,7 +224,15 @@ final class ServiceClient: Sendable {
     /// - Returns: nil when the address speaks no HTTP/2: it is asked over HTTP/1.1 from now on.
     private func fetchHTTP2(_ request: Request, on index: Int, until deadline: NIODeadline, host: String) async -> Swift.Result<Answer, AttemptFailure>? {
         let endpoint = settings.endpoints[index]
-        let message = http2Request(request, on: endpoint)
+        var headers = [("accept", request.accept)]
+        if let body = request.body { headers.append(("content-type", body.contentType)) }
+        let message = HTTP2ServiceRequest(
+            method: request.body == nil ? .GET : .POST,
+            path: endpoint.path + request.target,
+            authority: authority(of: endpoint),
+            headers: headers,
+            body: request.body?.bytes
+        )
         let settings = http2
         var resentAfterClose = false
         var lastError: any Error = HTTP2TransportError.unprocessed
@@ -345,19 +278,6 @@ final class ServiceClient: Sendable {
             }
         }
         return .failure(.tryNext(Self.describe(lastError, endpoint: endpoint, host: host)))
-    }
-
-    /// `request` as a stream of `endpoint`'s HTTP/2 connection.
-    private func http2Request(_ request: Request, on endpoint: ServiceEndpoint) -> HTTP2ServiceRequest {
-        var headers = [("accept", request.accept)]
-        if let body = request.body { headers.append(("content-type", body.contentType)) }
-        return HTTP2ServiceRequest(
-            method: request.body == nil ? .GET : .POST,
-            path: endpoint.path + request.target,
-            authority: authority(of: endpoint),
-            headers: headers,
-            body: request.body?.bytes
-        )
     }
 
     /// The request through the address's AsyncHTTPClient (HTTP/1.1, or plain HTTP): the request and the whole body
