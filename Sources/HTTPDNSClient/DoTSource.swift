@@ -161,7 +161,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
             maxInFlight: configuration.maxQueriesInFlight,
             maxWaiting: configuration.maxQueriesWaiting,
             idleTimeout: .nanoseconds(configuration.idleTimeout.clampedNanoseconds),
-            silenceToGiveUp: .nanoseconds(configuration.attemptTimeout.clampedNanoseconds / 2)
+            silenceToGiveUp: .nanoseconds(configuration.connection.silenceToGiveUp.clampedNanoseconds)
         )
         failover = AddressFailover(
             count: configuration.servers.count,
@@ -412,8 +412,10 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
     /// Counts every server healthy again and closes the connections: the next queries open new ones, from the new
     /// network.
     public func networkChanged() async {
-        failover.reset()
+        // The connections first: a lookup that starts in between then opens a new one and is counted in the old
+        // generation (not at all), never the other way round.
         connections.closeAll()
+        failover.reset()
     }
 
     /// Closes the connections. Queries after it fail with `shutdown`.

@@ -94,7 +94,7 @@ final class ServiceClient: Sendable {
                 maxAnswerBytes: settings.maxAnswerBytes,
                 maxStreams: Self.maxStreams,
                 idleTimeout: Self.idleTimeout,
-                silenceToGiveUp: .nanoseconds(connection.attemptTimeout.clampedNanoseconds / 2)
+                silenceToGiveUp: .nanoseconds(connection.silenceToGiveUp.clampedNanoseconds)
             )
         } catch {
             throw ConfigurationError(.unreadable, key: "cacert", reason: "TLS could not be set up with these trust roots: \(error)", cause: error)
@@ -364,7 +364,6 @@ final class ServiceClient: Sendable {
     /// new network) serve the requests from now on. The old clients are shut down once the budget of every request
     /// that may still run on them has passed.
     func networkChanged() async {
-        failover.reset()
         // Every attempt ends within the budget; a second more covers the time between its deadline and its end.
         let grace = settings.connection.budget + .seconds(1)
         let closingBy = NIODeadline.now() + .nanoseconds(grace.clampedNanoseconds)
@@ -383,6 +382,9 @@ final class ServiceClient: Sendable {
                 self.clients.withLock { _ = $0.retirements.removeValue(forKey: id) }
             }
         }
+        // The addresses' health last: a lookup that starts in between uses the new connections and clients and is
+        // counted in the old generation (not at all), never on the old network in the new one.
+        failover.reset()
     }
 
     // Dropped without shutdown(): the clients are shut down in the background, with a warning, rather than left for

@@ -45,6 +45,11 @@ extension ServiceConnection {
         return hostName.value
     }
 
+    /// How long a query that times out must have been out, with nothing read since, for its connection to be given
+    /// up: half the longest an attempt can take (its timeout, or the budget when that is shorter), so that a query
+    /// given a whole attempt always can, and one sent late in its budget cannot.
+    var silenceToGiveUp: Duration { min(attemptTimeout, budget) / 2 }
+
     /// - Throws: `ConfigurationError` naming the budget, attempt timeout or cool-down that cannot work.
     func validateTiming() throws(ConfigurationError) {
         guard budget > .zero else {

@@ -85,23 +85,30 @@ struct DoTFaultTests {
         }
     }
 
-    static func source(_ endpoint: DoTEndpoint, certificate: String, attempt: Duration = .milliseconds(300)) throws -> DoTSource {
+    static func source(
+        _ endpoint: DoTEndpoint,
+        certificate: String,
+        attempt: Duration = .milliseconds(300),
+        budget: Duration? = nil
+    ) throws -> DoTSource {
         var configuration = DoTSource.Configuration(servers: [endpoint])
         configuration.serverName = "dot.test"
         configuration.extraTrustRootsPEMFile = certificate
-        configuration.budget = attempt
+        configuration.budget = budget ?? attempt
         configuration.attemptTimeout = attempt
         return try DoTSource(configuration: configuration)
     }
 
     /// The server takes the query and never answers: the lookup times out, and the connection, on which nothing at all
     /// was read since the query went out, is closed, so that the next query opens a new one instead of waiting on a
-    /// dead one.
-    @Test func aServerThatNeverAnswersLosesItsConnection() async throws {
+    /// dead one. So too with a budget shorter than the attempt timeout, which then bounds every query's time out.
+    @Test(arguments: [(budget: 8, attempt: 8), (budget: 6, attempt: 30)])
+    func aServerThatNeverAnswersLosesItsConnection(seconds: (budget: Int, attempt: Int)) async throws {
         try await Self.withFaultyServer(.silent) { endpoint, certificate in
             // Long enough for the handshake on a busy machine: the query itself must be what times out, and be out for
-            // at least half the attempt (the silence that gives a connection up), whatever the handshake took of it.
-            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(8))
+            // at least half the time it could have (the silence that gives a connection up), whatever the handshake
+            // took of it.
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(seconds.attempt), budget: .seconds(seconds.budget))
             let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
             #expect(error?.code == .timeout, "\(String(describing: error))")
             #expect(error?.message.contains("answer") == true, "the query timed out, not the connect: \(String(describing: error))")
@@ -259,7 +266,8 @@ struct DoTFaultTests {
             let dot = try await Self.connect(endpoint, certificate: certificate, maxInFlight: 8, silenceToGiveUp: .seconds(30))
             let answered = try DNSMessage(id: 1, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .a)]).encoded()
             let unanswered = try DNSMessage(id: 2, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .aaaa)]).encoded()
-            await Self.expectFailure(dot.send(unanswered, deadline: .now() + .milliseconds(100)), "the query with 100 ms") {
+            // A second: long enough not to be due before its turn on the event loop, however busy the machine.
+            await Self.expectFailure(dot.send(unanswered, deadline: .now() + .seconds(1)), "the query with a second") {
                 if case .timedOut = $0 { true } else { false }
             }
             #expect(dot.isActive, "the connection is kept")

@@ -248,18 +248,18 @@ extension GRPCClient where Transport == HTTP2ClientTransport.Posix {
         return report
     }
 
-    /// A unary call made again while it fails as `unavailable`, at most `attempts` times (each with the service
-    /// config's own retries): for a call made while the channel moves to another address. Any other error, or
-    /// `unavailable` on the last attempt, is thrown.
-    func whoWhileUnavailable(attempts: Int) async throws -> Report {
-        for _ in 1..<attempts {
+    /// A unary call made again while it fails as `unavailable` (each call with the service config's own retries and
+    /// their backoff), until `limit` has passed: for a call made while the channel moves to another address. Any
+    /// other error, or `unavailable` once the limit has passed, is thrown.
+    func whoWhileUnavailable(for limit: Duration) async throws -> Report {
+        let end = ContinuousClock.now + limit
+        while true {
             do {
                 return try await who(waitForReady: true)
-            } catch let error as RPCError where error.code == .unavailable {
+            } catch let error as RPCError where error.code == .unavailable && ContinuousClock.now < end {
                 continue
             }
         }
-        return try await who(waitForReady: true)
     }
 
     /// A bidirectional streaming call to the probe service: `messages` sent, one report back for each.
