@@ -409,7 +409,7 @@ public final class DoTSource: ResolutionSource, MessageRelaying {
         }
     }
 
-    /// Counts every server healthy again and closes the connections: the next queries open new ones, from the new
+    /// Closes the connections and counts every server healthy again: the next queries open new ones, from the new
     /// network.
     public func networkChanged() async {
         // The connections first: a lookup that starts in between then opens a new one and is counted in the old

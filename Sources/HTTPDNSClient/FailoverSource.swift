@@ -80,8 +80,10 @@ package final class FailoverSource: ResolutionSource, MessageRelaying {
     }
 
     package func networkChanged() async {
-        health.withLock { $0.reset() }
+        // The sources first (each closes its connections): a query that starts in between is counted in the old
+        // generation (not at all), never a source blamed on the new network for an outcome on the old one.
         for source in sources { await source.networkChanged() }
+        health.withLock { $0.reset() }
     }
 
     package func shutdown() async {

@@ -382,8 +382,8 @@ final class ServiceClient: Sendable {
                 self.clients.withLock { _ = $0.retirements.removeValue(forKey: id) }
             }
         }
-        // The addresses' health last: a lookup that starts in between uses the new connections and clients and is
-        // counted in the old generation (not at all), never on the old network in the new one.
+        // The addresses' health last: a lookup that starts in between (on a new connection, or an old HTTP/1.1 client
+        // about to be retired) is counted in the old generation (not at all), never on the old network in the new one.
         failover.reset()
     }
 

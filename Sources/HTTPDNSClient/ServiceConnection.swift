@@ -46,8 +46,8 @@ extension ServiceConnection {
     }
 
     /// How long a query that times out must have been out, with nothing read since, for its connection to be given
-    /// up: half the longest an attempt can take (its timeout, or the budget when that is shorter), so that a query
-    /// given a whole attempt always can, and one sent late in its budget cannot.
+    /// up: half the longest an attempt can take (its timeout, or the budget when that is shorter), so that a query sent
+    /// at once on an open connection, given a whole attempt, always can, and one sent late in its budget cannot.
     var silenceToGiveUp: Duration { min(attemptTimeout, budget) / 2 }
 
     /// - Throws: `ConfigurationError` naming the budget, attempt timeout or cool-down that cannot work.

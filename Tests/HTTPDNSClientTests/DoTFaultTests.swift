@@ -111,7 +111,7 @@ struct DoTFaultTests {
             let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(seconds.attempt), budget: .seconds(seconds.budget))
             let error = await #expect(throws: ResolutionError.self) { try await source.query(try HostName("a.dot.test"), families: .ipv4) }
             #expect(error?.code == .timeout, "\(String(describing: error))")
-            #expect(error?.message.contains("answer") == true, "the query timed out, not the connect: \(String(describing: error))")
+            #expect(error?.message.contains("did not answer") == true, "the query timed out, not the connect: \(String(describing: error))")
             // Given up: the next query opens a new connection.
             #expect(await source.currentConnection(at: 0)?.isActive != true)
             _ = try? await source.query(try HostName("b.dot.test"), families: .ipv4)
@@ -264,6 +264,7 @@ struct DoTFaultTests {
     @Test func aQueryThatHadLittleTimeLeavesTheConnectionUp() async throws {
         try await Self.withFaultyServer(.echoType(DNSRecordType.a.rawValue)) { endpoint, certificate in
             let dot = try await Self.connect(endpoint, certificate: certificate, maxInFlight: 8, silenceToGiveUp: .seconds(30))
+            defer { dot.close() }
             let answered = try DNSMessage(id: 1, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .a)]).encoded()
             let unanswered = try DNSMessage(id: 2, recursionDesired: true, questions: [.init(name: "a.dot.test", type: .aaaa)]).encoded()
             // A second: long enough not to be due before its turn on the event loop, however busy the machine.
@@ -272,7 +273,6 @@ struct DoTFaultTests {
             }
             #expect(dot.isActive, "the connection is kept")
             #expect(try await dot.send(answered, deadline: .now() + .seconds(20)).get() == answered, "the echo of the next query")
-            dot.close()
         }
     }
 

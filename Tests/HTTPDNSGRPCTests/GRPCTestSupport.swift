@@ -257,7 +257,8 @@ extension GRPCClient where Transport == HTTP2ClientTransport.Posix {
             do {
                 return try await who(waitForReady: true)
             } catch let error as RPCError where error.code == .unavailable && ContinuousClock.now < end {
-                continue
+                // A pause of our own between calls: the retry policy's backoff is jittered, and can be next to none.
+                try await Task.sleep(for: .milliseconds(50))
             }
         }
     }
