@@ -77,8 +77,13 @@ public final class InterceptingHTTPClient: Sendable {
     public struct Response: Sendable {
         /// The head and the streaming body. `history` is empty: ``redirects`` counts the hops.
         public var response: HTTPClientResponse
-        /// Whether and where a URL cache may keep the response.
-        public var cacheStoragePolicy: CacheStoragePolicy
+        /// Whether and where a URL cache may keep the response, decided from the request and the response head as
+        /// they were when it arrived (later changes to ``response`` or ``request`` do not change it). Decided when
+        /// first read, not for every response: most callers never ask.
+        public var cacheStoragePolicy: CacheStoragePolicy {
+            get { storagePolicy ?? storagePolicyInputs.decide() }
+            set { storagePolicy = newValue }
+        }
         /// The last request sent, canonical, after any redirects.
         public var request: CanonicalRequest
         /// The address connected to; nil when the request was passed (sent as given).
@@ -90,6 +95,45 @@ public final class InterceptingHTTPClient: Sendable {
 
         /// The name in SNI and the certificate check (the URL's host).
         public var serverName: String { request.host }
+
+        /// What ``cacheStoragePolicy`` is decided from, as the response arrived.
+        private let storagePolicyInputs: StoragePolicyInputs
+        /// The policy set by the caller, if any.
+        private var storagePolicy: CacheStoragePolicy?
+
+        init(
+            response: HTTPClientResponse, request: CanonicalRequest, connectedAddress: IPAddress?, redirects: Int, resolvedByFallback: Bool,
+            storagePolicy configuration: CacheStoragePolicy.Configuration
+        ) {
+            self.response = response
+            self.request = request
+            self.connectedAddress = connectedAddress
+            self.redirects = redirects
+            self.resolvedByFallback = resolvedByFallback
+            self.storagePolicyInputs = StoragePolicyInputs(
+                request: request, status: Int(response.status.code), headers: response.headers, configuration: configuration
+            )
+        }
+    }
+
+    /// A response's cache storage policy, not yet decided: copies of the request and the head (copied on write, so
+    /// keeping them costs no copy).
+    struct StoragePolicyInputs: Sendable {
+        var request: CanonicalRequest
+        var status: Int
+        var headers: HTTPHeaders
+        var configuration: CacheStoragePolicy.Configuration
+
+        func decide() -> CacheStoragePolicy {
+            CacheStoragePolicy.decide(
+                method: request.method,
+                scheme: request.scheme,
+                requestHeaders: request.headers.map { ($0.name, $0.value) },
+                status: status,
+                responseHeaders: headers.map { ($0.name, $0.value) },
+                configuration: configuration
+            )
+        }
     }
 
     /// Why a request is not taken, but passed as given.
@@ -259,10 +303,10 @@ public final class InterceptingHTTPClient: Sendable {
         timeout: Duration,
         logger: Logger? = nil
     ) async throws(InterceptorError) -> Response {
-        var request = HTTPClientRequest(url: url)
-        request.method = HTTPMethod(rawValue: method)
-        request.headers = headers
-        return try await execute(request, body: body.map(Body.bytes), deadline: .now() + .nanoseconds(timeout.clampedNanoseconds), logger: logger)
+        try await sendCounted(
+            method: method, url: url, fields: Self.fields(of: headers), body: body.map(Body.bytes), redirects: 0,
+            deadline: .now() + .nanoseconds(timeout.clampedNanoseconds), logger: logger ?? self.logger
+        )
     }
 
     /// A request body: in memory, so it can be sent again after a 307 or 308, or the caller's own, which can be sent
@@ -428,17 +472,9 @@ public final class InterceptingHTTPClient: Sendable {
     }
 
     private func finish(_ hop: Hop, canonical: CanonicalRequest, redirects: Int) -> Response {
-        let policy = CacheStoragePolicy.decide(
-            method: canonical.method,
-            scheme: canonical.scheme,
-            requestHeaders: canonical.headers.map { ($0.name, $0.value) },
-            status: Int(hop.response.status.code),
-            responseHeaders: hop.response.headers.map { ($0.name, $0.value) },
-            configuration: configuration.storagePolicy
-        )
-        return Response(
-            response: hop.response, cacheStoragePolicy: policy, request: canonical, connectedAddress: hop.address,
-            redirects: redirects, resolvedByFallback: hop.fallback
+        Response(
+            response: hop.response, request: canonical, connectedAddress: hop.address, redirects: redirects, resolvedByFallback: hop.fallback,
+            storagePolicy: configuration.storagePolicy
         )
     }
 
