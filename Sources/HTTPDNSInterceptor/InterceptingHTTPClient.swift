@@ -78,8 +78,8 @@ public final class InterceptingHTTPClient: Sendable {
         /// The head and the streaming body. `history` is empty: ``redirects`` counts the hops.
         public var response: HTTPClientResponse
         /// Whether and where a URL cache may keep the response, decided from the request and the response head as
-        /// they were when it arrived (later changes to ``response`` or ``request`` do not change it). Decided when
-        /// first read, not for every response: most callers never ask.
+        /// they were when it arrived (later changes to ``response`` or ``request`` do not change it). Decided each
+        /// time it is read, unless set, rather than for every response: most callers never ask.
         public var cacheStoragePolicy: CacheStoragePolicy {
             get { storagePolicy ?? storagePolicyInputs.decide() }
             set { storagePolicy = newValue }

@@ -144,21 +144,45 @@ public struct InterceptingClientTransport: ClientTransport {
     static func url(of request: HTTPRequest, baseURL: URL) throws(InterceptorError) -> String {
         let base = baseURL.absoluteString
         let path = request.path ?? ""
-        // The common case, without parsing either into components and printing them again (about a third of the
-        // transport's own time per operation; PERFORMANCE.md): the same string, by `joinedByComponents`'s rules.
+        // The common case, without parsing either into components and printing them again (a large part of the
+        // transport's own work per operation; PERFORMANCE.md): the same string, by `joinedByComponents`'s rules.
         if let joined = plainlyJoined(base, path) { return joined }
         return try joinedByComponents(base, path)
     }
 
-    /// `base` followed by `path`, when joining them by `URLComponents` would give exactly that: `path` begins with
-    /// one `/` (`//host/…` would be read as an authority), the base has no query or fragment, and both hold only
-    /// characters a URL may hold as they are (RFC 3986's unreserved characters, sub-delimiters, `:`, `@`, `/`, and
-    /// `%` followed by two hex digits), the path `?` too. Nil for anything else.
+    /// `base` followed by `path`, when joining them by `URLComponents` would give exactly that:
+    /// - the base is `scheme://authority[/path]` with a host, no query or fragment, and a port (if any) of one to five
+    ///   digits not starting with 0 (`URLComponents` prints the port as a number: `:0443` would become `:443`);
+    /// - `path` begins with one `/` (`//host/…` would be read as an authority);
+    /// - both hold only characters a URL may hold as they are (RFC 3986's unreserved characters, sub-delimiters, `:`,
+    ///   `@`, `/`, and `%` followed by two hex digits), the path `?` too.
+    ///
+    /// Nil for anything else, which `joinedByComponents` then joins (or refuses).
     static func plainlyJoined(_ base: String, _ path: String) -> String? {
         var bytes = path.utf8.makeIterator()
         guard bytes.next() == UInt8(ascii: "/"), bytes.next() != UInt8(ascii: "/") else { return nil }
-        guard isPlain(base.utf8, allowingQuery: false), isPlain(path.utf8, allowingQuery: true) else { return nil }
+        guard hasPlainAuthority(base.utf8), isPlain(base.utf8, allowingQuery: false), isPlain(path.utf8, allowingQuery: true) else {
+            return nil
+        }
         return base + path
+    }
+
+    /// Whether `base` begins with a scheme, `://` and an authority whose host is not empty and whose port, if it has
+    /// one, is printed by `URLComponents` as written.
+    private static func hasPlainAuthority(_ base: String.UTF8View) -> Bool {
+        // The scheme: a letter, then letters, digits, `+`, `-` and `.`.
+        guard let first = base.first, first.isASCIILetter else { return false }
+        guard let colon = base.firstIndex(where: { !($0.isASCIILetter || $0.isASCIIDigit || "+-.".utf8.contains($0)) }),
+            base[colon...].starts(with: "://".utf8)
+        else { return false }
+        let authorityStart = base.index(colon, offsetBy: 3)
+        let authority = base[authorityStart...].prefix { $0 != UInt8(ascii: "/") }
+        // The host and port follow the user information, if any.
+        let hostAndPort = authority.lastIndex(of: UInt8(ascii: "@")).map { authority[authority.index(after: $0)...] } ?? authority
+        guard let portColon = hostAndPort.firstIndex(of: UInt8(ascii: ":")) else { return !hostAndPort.isEmpty }
+        let host = hostAndPort[..<portColon]
+        let port = hostAndPort[hostAndPort.index(after: portColon)...]
+        return !host.isEmpty && (1...5).contains(port.count) && port.first != UInt8(ascii: "0") && port.allSatisfy(\.isASCIIDigit)
     }
 
     private static func isPlain(_ bytes: String.UTF8View, allowingQuery: Bool) -> Bool {
@@ -226,6 +250,13 @@ public struct InterceptingClientTransport: ClientTransport {
             return (head, body)
         }
     }
+}
+
+extension UInt8 {
+    fileprivate var isASCIILetter: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+    }
+    fileprivate var isASCIIDigit: Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) }
 }
 
 /// A request body as the interceptor takes it: in memory (sent again when needed), or streamed once.

@@ -14,6 +14,11 @@ struct OperationURLTests {
         "http://user:pa%20ss@api.example/v1", "HTTPS://API.Example/V1", "https://api.example/a%2Fb",
         "https://api.example/v1?key=1", "https://api.example/v1#top", "https://[::1]:8443/v1", "https://api.example/a b",
         "https://api.example/%zz", "https://api.example/%4", "api.example/v1", "https://api.example/é",
+        // No host, or no scheme: `https:/` + `/pets` must not become the host `pets`.
+        "/", "https:/", "https:", "https://", "mailto:x", "://api.example/v1", "//api.example/v1", "user@api.example:8443/v1",
+        // Ports URLComponents prints as numbers.
+        "https://api.example:0443/v1", "https://api.example:/v1", "https://api.example:443x/v1", "https://api.example:123456/v1",
+        "https://user:pass@api.example:8443/v1", "https://user@:8443/v1",
     ]
     static let paths = [
         "", "/", "/pets", "/pets/1", "/pets?limit=10", "/pets?limit=10&q=a/b?c", "/pets?", "/a%20b", "/a:b@c",
@@ -51,6 +56,9 @@ struct OperationURLTests {
         #expect(InterceptingClientTransport.plainlyJoined("https://api.example", "/%4") == nil)
         #expect(InterceptingClientTransport.plainlyJoined("https://api.example", "/pets#frag") == nil)
         #expect(InterceptingClientTransport.plainlyJoined("https://api.example", "pets") == nil)
+        #expect(InterceptingClientTransport.plainlyJoined("https:/", "/pets") == nil)
+        #expect(InterceptingClientTransport.plainlyJoined("/", "/pets") == nil)
+        #expect(InterceptingClientTransport.plainlyJoined("https://api.example:0443", "/pets") == nil)
         #expect(InterceptingClientTransport.plainlyJoined("https://api.example/v1", "/pets?limit=10") == "https://api.example/v1/pets?limit=10")
     }
 }
