@@ -177,7 +177,8 @@ public struct InterceptingClientTransport: ClientTransport {
         else { return false }
         let authorityStart = base.index(colon, offsetBy: 3)
         let authority = base[authorityStart...].prefix { $0 != UInt8(ascii: "/") }
-        // The host and port follow the user information, if any.
+        // The host and port follow the user information, if any; an `@` within it (`a@b@host`) would be encoded.
+        guard authority.firstIndex(of: UInt8(ascii: "@")) == authority.lastIndex(of: UInt8(ascii: "@")) else { return false }
         let hostAndPort = authority.lastIndex(of: UInt8(ascii: "@")).map { authority[authority.index(after: $0)...] } ?? authority
         guard let portColon = hostAndPort.firstIndex(of: UInt8(ascii: ":")) else { return !hostAndPort.isEmpty }
         let host = hostAndPort[..<portColon]

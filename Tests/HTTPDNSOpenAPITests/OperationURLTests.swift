@@ -19,6 +19,8 @@ struct OperationURLTests {
         // Ports URLComponents prints as numbers.
         "https://api.example:0443/v1", "https://api.example:/v1", "https://api.example:443x/v1", "https://api.example:123456/v1",
         "https://user:pass@api.example:8443/v1", "https://user@:8443/v1",
+        // An `@` within the user information, which URLComponents encodes.
+        "https://a@b@api.example/v1", "https://u:p@ss@api.example",
     ]
     static let paths = [
         "", "/", "/pets", "/pets/1", "/pets?limit=10", "/pets?limit=10&q=a/b?c", "/pets?", "/a%20b", "/a:b@c",
