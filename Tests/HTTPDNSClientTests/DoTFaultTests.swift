@@ -124,7 +124,9 @@ struct DoTFaultTests {
     /// the query, and so does a lookup.
     @Test func aQueryEchoedBackIsNotTakenForItsAnswer() async throws {
         try await Self.withFaultyServer(.echo) { endpoint, certificate in
-            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(5))
+            // Long enough for the handshake beside every other suite's servers: once, under the whole suite's load,
+            // 5 s was not, and the relay timed out instead of reading the echo.
+            let source = try Self.source(endpoint, certificate: certificate, attempt: .seconds(10))
             let query = try DNSMessage(id: 42, recursionDesired: true, questions: [.init(name: "dot.test", type: .mx)]).encoded()
             let relayed = await #expect(throws: ResolutionError.self) { try await source.send(query) }
             #expect(relayed?.code == .malformedAnswer, "\(String(describing: relayed))")
