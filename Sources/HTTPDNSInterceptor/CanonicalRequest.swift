@@ -404,7 +404,7 @@ public struct CanonicalRequest: Sendable, Hashable {
     }
 
     /// ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) (RFC 3986 §3.1).
-    private static func isScheme(_ bytes: Bytes) -> Bool {
+    package static func isScheme(_ bytes: some Collection<UInt8>) -> Bool {
         guard let first = bytes.first, isAlpha(first) else { return false }
         return bytes.allSatisfy { isAlpha($0) || isDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
@@ -640,12 +640,13 @@ public struct CanonicalRequest: Sendable, Hashable {
         return output
     }
 
-    private static func isAlpha(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
-    private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
+    package static func isAlpha(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+    package static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+    /// ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3).
+    package static func isUnreserved(_ byte: UInt8) -> Bool {
         isAlpha(byte) || isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
     }
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
+    package static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case 0x30...0x39: byte - 0x30
         case 0x41...0x46: byte - 0x41 + 10

@@ -170,38 +170,30 @@ public struct InterceptingClientTransport: ClientTransport {
     /// Whether `base` begins with a scheme, `://` and an authority whose host is not empty and whose port, if it has
     /// one, is printed by `URLComponents` as written.
     private static func hasPlainAuthority(_ base: String.UTF8View) -> Bool {
-        // The scheme: a letter, then letters, digits, `+`, `-` and `.`.
-        guard let first = base.first, first.isASCIILetter else { return false }
-        guard let colon = base.firstIndex(where: { !($0.isASCIILetter || $0.isASCIIDigit || "+-.".utf8.contains($0)) }),
-            base[colon...].starts(with: "://".utf8)
+        guard let colon = base.firstIndex(of: UInt8(ascii: ":")), CanonicalRequest.isScheme(base[..<colon]), base[colon...].starts(with: "://".utf8)
         else { return false }
-        let authorityStart = base.index(colon, offsetBy: 3)
-        let authority = base[authorityStart...].prefix { $0 != UInt8(ascii: "/") }
+        let authority = base[base.index(colon, offsetBy: 3)...].prefix { $0 != UInt8(ascii: "/") }
         // The host and port follow the user information, if any; an `@` within it (`a@b@host`) would be encoded.
-        guard authority.firstIndex(of: UInt8(ascii: "@")) == authority.lastIndex(of: UInt8(ascii: "@")) else { return false }
-        let hostAndPort = authority.lastIndex(of: UInt8(ascii: "@")).map { authority[authority.index(after: $0)...] } ?? authority
+        let at = authority.lastIndex(of: UInt8(ascii: "@"))
+        guard authority.firstIndex(of: UInt8(ascii: "@")) == at else { return false }
+        let hostAndPort = at.map { authority[authority.index(after: $0)...] } ?? authority
         guard let portColon = hostAndPort.firstIndex(of: UInt8(ascii: ":")) else { return !hostAndPort.isEmpty }
-        let host = hostAndPort[..<portColon]
         let port = hostAndPort[hostAndPort.index(after: portColon)...]
-        return !host.isEmpty && (1...5).contains(port.count) && port.first != UInt8(ascii: "0") && port.allSatisfy(\.isASCIIDigit)
+        return portColon > hostAndPort.startIndex && (1...5).contains(port.count) && port.first != UInt8(ascii: "0")
+            && port.allSatisfy(CanonicalRequest.isDigit)
     }
 
     private static func isPlain(_ bytes: String.UTF8View, allowingQuery: Bool) -> Bool {
         var pendingHexDigits = 0
         for byte in bytes {
             if pendingHexDigits > 0 {
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): break
-                default: return false
-                }
+                guard CanonicalRequest.hexValue(byte) != nil else { return false }
                 pendingHexDigits -= 1
                 continue
             }
+            if CanonicalRequest.isUnreserved(byte) { continue }
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                continue
-            case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
-                UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
+            case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
                 UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="),
                 UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"):
                 continue
@@ -251,13 +243,6 @@ public struct InterceptingClientTransport: ClientTransport {
             return (head, body)
         }
     }
-}
-
-extension UInt8 {
-    fileprivate var isASCIILetter: Bool {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
-    }
-    fileprivate var isASCIIDigit: Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) }
 }
 
 /// A request body as the interceptor takes it: in memory (sent again when needed), or streamed once.

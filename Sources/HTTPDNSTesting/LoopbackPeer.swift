@@ -10,10 +10,10 @@ public struct PeerStartError: Error, CustomStringConvertible {
     }
 }
 
-enum LoopbackPeer {
+package enum LoopbackPeer {
     /// `start` on a random 127.0.0.x and high port, again on another on the rare collision (a retryable
     /// ``PeerStartError``), five times at most.
-    static func start<Peer>(_ start: (_ address: String, _ port: Int) async throws -> Peer) async throws -> Peer {
+    package static func start<Peer>(_ start: (_ address: String, _ port: Int) async throws -> Peer) async throws -> Peer {
         var lastError: (any Error)?
         for _ in 0..<5 {
             do {
