@@ -64,21 +64,50 @@ public final class ChildProcess: Sendable {
         return (true, output)
     }
 
-    /// From now on, reads and discards stderr on a thread of its own until the process closes it, so a chatty
-    /// process never blocks on a full pipe. Call at most once, after the last ``waitForStderr(containing:timeoutMs:)``.
+    /// From now on, reads stderr on a thread of its own until the process closes it, so a chatty process never
+    /// blocks on a full pipe, keeping only its last ``stderrTailLimit`` bytes for ``stderrTail(timeoutMs:)``. Call at
+    /// most once, after the last ``waitForStderr(containing:timeoutMs:)``.
     public func discardStderr() {
         let descriptor = stderrFD
-        Thread.detachNewThread {
+        // The thread holds the process object until stderr closes, which its exit does.
+        Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = read(descriptor, &buffer, buffer.count)
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
+                self.tail.withLock { tail in
+                    tail.bytes += buffer[0..<count]
+                    if tail.bytes.count > Self.stderrTailLimit { tail.bytes.removeFirst(tail.bytes.count - Self.stderrTailLimit) }
+                }
             }
             close(descriptor)
+            self.tail.withLock { $0.closed = true }
         }
         draining.withLock { $0 = true }
     }
+
+    /// How much of stderr ``discardStderr()`` keeps: the end, where a crash's report is.
+    public static let stderrTailLimit = 64 * 1024
+
+    /// The last bytes the process wrote to stderr after ``discardStderr()``: what a failing test shows of a process
+    /// that died (its crash report). Waits up to `timeoutMs` for the process to close stderr (its exit does), so that
+    /// everything written is in.
+    public func stderrTail(timeoutMs: Int = 2_000) -> String {
+        var waited = 0
+        while !tail.withLock({ $0.closed }) && waited < timeoutMs {
+            usleep(5_000)
+            waited += 5
+        }
+        return tail.withLock { String(decoding: $0.bytes, as: UTF8.self) }
+    }
+
+    private struct Tail {
+        var bytes: [UInt8] = []
+        var closed = false
+    }
+
+    private let tail = Mutex(Tail())
 
     /// Sends `signal` and waits for the process to exit. A process still running `graceMs` later is killed with
     /// SIGKILL, so a child that hangs in its shutdown fails its test rather than hanging the whole run. Once: later

@@ -178,7 +178,7 @@ struct HostileClientTests {
             if open >= limit - 2 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(open >= limit - 2, "the limit of \(limit) was reached: \(open) open")
+        #expect(open >= limit - 2, "the limit of \(limit) was reached: \(open) open; the service's stderr ends: \(server.process.stderrTail(timeoutMs: 0))")
         // Within 25 s: the hostile connections are closed 5 s after they start, and accepting resumes after its
         // back-off; without either, curl would wait for the idle timeout (60 s) or for ever.
         let honest = try await ChildProcess.run(
@@ -187,7 +187,7 @@ struct HostileClientTests {
         )
         #expect(honest.stdout == #"{"status":"ok"} 200"#, "\(honest)")
         hostile.stop()
-        #expect(server.stop() == .exited(0))
+        #expect(server.stop() == .exited(0), "the service's stderr ends: \(server.process.stderrTail())")
     }
 
     /// The certificate's files are changed under a running service: it goes on serving the one it read at start-up,
