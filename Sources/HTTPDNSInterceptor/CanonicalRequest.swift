@@ -153,8 +153,10 @@ public struct CanonicalRequest: Sendable, Hashable {
 
     /// The name to resolve, without brackets and without a trailing dot (`a.example.` and `a.example` resolve once);
     /// nil when the host is an address literal.
-    public var nameToResolve: String? {
-        let host = self.host
+    public var nameToResolve: String? { Self.nameToResolve(host: host) }
+
+    /// ``nameToResolve`` of a canonical request whose ``host`` is `host`.
+    static func nameToResolve(host: String) -> String? {
         guard !host.hasPrefix("[") else { return nil }
         let name = host.hasSuffix(".") ? String(host.dropLast()) : host
         // An IPv4 address ends in a digit; a name seldom does, so the address parser is seldom asked.

@@ -271,7 +271,12 @@ public final class InterceptingHTTPClient: Sendable {
 
     /// Whether the pipeline takes a request to `canonical`, passes it as given, or refuses it.
     public func decide(_ canonical: CanonicalRequest) -> Decision {
-        guard let name = canonical.nameToResolve else { return .pass(.addressLiteral) }
+        decide(host: canonical.host)
+    }
+
+    /// ``decide(_:)`` for a canonical request's host, read from its URL by the caller (once for the whole hop).
+    func decide(host: String) -> Decision {
+        guard let name = CanonicalRequest.nameToResolve(host: host) else { return .pass(.addressLiteral) }
         let host: HostName
         do {
             host = try HostName(name)
@@ -291,7 +296,10 @@ public final class InterceptingHTTPClient: Sendable {
     ///   - logger: for this request; default the client's.
     /// - Throws: ``InterceptorError``.
     public func execute(_ request: HTTPClientRequest, timeout: Duration, logger: Logger? = nil) async throws(InterceptorError) -> Response {
-        try await execute(request, body: request.body.map(Body.opaque), deadline: .now() + .nanoseconds(timeout.clampedNanoseconds), logger: logger)
+        try await sendCounted(
+            method: request.method.rawValue, url: request.url, fields: Self.fields(of: request.headers), body: request.body.map(Body.opaque),
+            redirects: 0, deadline: .now() + .nanoseconds(timeout.clampedNanoseconds), logger: logger ?? self.logger
+        )
     }
 
     /// Sends a request whose body is in memory, so that it can be sent again on a 307 or 308 redirect.
@@ -396,71 +404,59 @@ public final class InterceptingHTTPClient: Sendable {
         deadline: NIODeadline,
         logger: Logger
     ) async throws(InterceptorError) -> Response {
-        var redirects = redirects
-        do {
-            return try await follow(method: method, url: url, fields: fields, body: body, deadline: deadline, logger: logger, redirects: &redirects)
-        } catch where error.code == .invalidRequest && redirects > 0 {
-            // A hop the origin sent us to that cannot be sent: the origin's fault, not the caller's.
-            throw InterceptorError(.invalidRedirect, error.message, cause: error.cause)
-        }
-    }
-
-    private func follow(
-        method: String,
-        url: String,
-        fields: [CanonicalRequest.Header],
-        body: Body?,
-        deadline: NIODeadline,
-        logger: Logger,
-        redirects: inout Int
-    ) async throws(InterceptorError) -> Response {
         var method = method
         var url = url
         var fields = fields
         var body = body
+        var redirects = redirects
         while true {
-            let normalized: CanonicalRequest?
-            do {
-                normalized = try CanonicalRequest.normalize(
-                    method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical
-                )
-            } catch {
-                throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')", cause: error)
-            }
-            guard let canonical = normalized else { throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL") }
-            var request = HTTPClientRequest(url: canonical.url)
-            request.method = HTTPMethod(rawValue: canonical.method)
-            request.headers = Self.headers(of: canonical)
-            request.body = body?.requestBody
+            do throws(InterceptorError) {
+                let normalized: CanonicalRequest?
+                do {
+                    normalized = try CanonicalRequest.normalize(
+                        method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical
+                    )
+                } catch {
+                    throw InterceptorError(.invalidRequest, error.reason + " ('\(error.url)')", cause: error)
+                }
+                guard let canonical = normalized else { throw InterceptorError(.invalidRequest, "'\(url)' is not an http or https URL") }
+                var request = HTTPClientRequest(url: canonical.url)
+                request.method = HTTPMethod(rawValue: canonical.method)
+                request.headers = Self.headers(of: canonical)
+                request.body = body?.requestBody
 
-            let replayable = body?.canBeSentAgain ?? true
-            let hop = try await sendHop(request, canonical: canonical, replayable: replayable, deadline: deadline, logger: logger)
-            let status = Int(hop.response.status.code)
-            // Not a redirect, or no hop allowed (0: the redirect is the answer, whatever its Location says).
-            guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
-                return finish(hop, canonical: canonical, redirects: redirects)
+                let replayable = body?.canBeSentAgain ?? true
+                let hop = try await sendHop(request, canonical: canonical, replayable: replayable, deadline: deadline, logger: logger)
+                let status = Int(hop.response.status.code)
+                // Not a redirect, or no hop allowed (0: the redirect is the answer, whatever its Location says).
+                guard Redirect.statuses.contains(status), configuration.maxRedirects > 0 else {
+                    return finish(hop, canonical: canonical, redirects: redirects)
+                }
+                let next = try Redirect.follow(
+                    status: status, location: hop.response.headers.first(name: "location"), method: canonical.method, from: canonical,
+                    headers: fields, allowingInsecure: configuration.allowsInsecureRedirects
+                )
+                // No Location; or a body the caller streamed, which cannot be sent again: the redirect is the answer, as
+                // AsyncHTTPClient does.
+                guard let next, replayable || !next.keepsBody else {
+                    return finish(hop, canonical: canonical, redirects: redirects)
+                }
+                guard redirects < configuration.maxRedirects else {
+                    throw InterceptorError(.tooManyRedirects, "\(canonical.host) was redirected more than \(configuration.maxRedirects) times; the last to \(next.url)")
+                }
+                redirects += 1
+                // The redirect's own body is dropped unread (its connection closes): reading it would not be bounded by
+                // the request's deadline, which AsyncHTTPClient stops watching once the head arrives.
+                _ = consume hop
+                logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
+                method = next.method
+                url = next.url
+                fields = next.headers
+                if !next.keepsBody { body = nil }
+            } catch where error.code == .invalidRequest && redirects > 0 {
+                // A hop the origin sent us to that cannot be sent: the origin's fault, not the caller's.
+                throw InterceptorError(.invalidRedirect, error.message, cause: error.cause)
             }
-            let next = try Redirect.follow(
-                status: status, location: hop.response.headers.first(name: "location"), method: canonical.method, from: canonical,
-                headers: fields, allowingInsecure: configuration.allowsInsecureRedirects
-            )
-            // No Location; or a body the caller streamed, which cannot be sent again: the redirect is the answer, as
-            // AsyncHTTPClient does.
-            guard let next, replayable || !next.keepsBody else {
-                return finish(hop, canonical: canonical, redirects: redirects)
-            }
-            guard redirects < configuration.maxRedirects else {
-                throw InterceptorError(.tooManyRedirects, "\(canonical.host) was redirected more than \(configuration.maxRedirects) times; the last to \(next.url)")
-            }
-            redirects += 1
-            // The redirect's own body is dropped unread (its connection closes): reading it would not be bounded by
-            // the request's deadline, which AsyncHTTPClient stops watching once the head arrives.
-            _ = consume hop
-            logger.debug("following a redirect", metadata: ["status": "\(status)", "to": "\(next.url)"])
-            method = next.method
-            url = next.url
-            fields = next.headers
-            if !next.keepsBody { body = nil }
         }
     }
 
@@ -487,12 +483,13 @@ public final class InterceptingHTTPClient: Sendable {
         deadline: NIODeadline,
         logger: Logger
     ) async throws(InterceptorError) -> Hop {
+        let origin = canonical.host  // Read from the canonical URL once.
         let host: HostName
-        switch decide(canonical) {
+        switch decide(host: origin) {
         case .pass(let reason):
             // `192.0.2.1.` is no address to AsyncHTTPClient: it would look it up in DNS, around HTTPDNS.
-            if reason == .addressLiteral, canonical.host.hasSuffix(".") {
-                throw InterceptorError(.invalidRequest, "\(canonical.host) is an address with a trailing dot; write it without")
+            if reason == .addressLiteral, origin.hasSuffix(".") {
+                throw InterceptorError(.invalidRequest, "\(origin) is an address with a trailing dot; write it without")
             }
             logger.trace("passing a request", metadata: ["reason": "\(reason.rawValue)"])
             do {
@@ -501,14 +498,16 @@ public final class InterceptingHTTPClient: Sendable {
                 response.body = .stream(LeasedBody(base: response.body, lease: passthrough))
                 return Hop(response: response, address: nil, fallback: false)
             } catch {
-                throw describe(error, host: canonical.host, address: nil, method: canonical.method, replayable: replayable)
+                throw describe(error, host: origin, address: nil, method: canonical.method, replayable: replayable)
             }
         case .take(let name):
             host = name
         case .refuse(let error):
             throw InterceptorError(.invalidRequest, "\(error)", cause: error)
         }
-        let answer = try await resolve(host, before: deadline)
+        // A hit in the trusted cache is answered without suspending.
+        let answer: HostResolver.Answer
+        if let cached = try cachedAnswer(host) { answer = cached } else { answer = try await resolve(host, before: deadline) }
         let resolution = answer.resolution
         let addresses = orderedAddresses(of: resolution)
         guard !addresses.isEmpty else {
@@ -518,7 +517,6 @@ public final class InterceptingHTTPClient: Sendable {
         // request would be resolved by the system instead. The canonical form makes them agree for a URL of scheme,
         // host, port and path, whose host is a checked name; with user information (where an `@` could be read in
         // two ways) this makes sure.
-        let origin = canonical.host  // Read from the canonical URL once.
         guard canonical.userInfo == nil || URL(string: request.url)?.host?.lowercased() == origin else {
             throw InterceptorError(.invalidRequest, "the URL's host cannot be read the same way by every parser: \(origin)")
         }
@@ -623,19 +621,24 @@ public final class InterceptingHTTPClient: Sendable {
         }
     }
 
-    /// The resolver's answer for `host`, within the request's deadline: a cache hit at once, else the lookup raced
-    /// against what is left of the deadline (the lookup itself goes on for whoever else waits on it).
-    private func resolve(_ host: HostName, before deadline: NIODeadline) async throws(InterceptorError) -> HostResolver.Answer {
-        let families = configuration.families
-        // A hit in the trusted cache, answered without suspending: no race to set up (it costs more than the rest
-        // of the interceptor's own work together; PERFORMANCE.md).
+    /// The trusted cache's answer for `host`, if it holds one: no lookup, and no race to set up (which costs more
+    /// than the rest of the interceptor's own work together; PERFORMANCE.md).
+    /// - Throws: `resolutionFailed` for a negative answer cached; any other failure is left to ``resolve(_:before:)``.
+    private func cachedAnswer(_ host: HostName) throws(InterceptorError) -> HostResolver.Answer? {
         do {
-            if let cached = try resolver.cachedAnswer(host, families: families) { return cached }
+            return try resolver.cachedAnswer(host, families: configuration.families)
         } catch let error as ResolutionError where error.code.isNegativeAnswer {
             throw InterceptorError(.resolutionFailed, "\(host) could not be resolved: \(error.message)", cause: error)
         } catch {
             // Anything else: the resolver's own path decides (the fallbacks, the guard).
+            return nil
         }
+    }
+
+    /// The resolver's answer for `host`, the lookup raced against what is left of the request's deadline (the lookup
+    /// itself goes on for whoever else waits on it).
+    private func resolve(_ host: HostName, before deadline: NIODeadline) async throws(InterceptorError) -> HostResolver.Answer {
+        let families = configuration.families
         do {
             guard let answer = try await withDeadline(deadline, { try await self.resolver.resolve(host, families: families) }) else {
                 throw InterceptorError(.timeout, "\(host) was not resolved before the request's deadline")

@@ -32,9 +32,18 @@ final class OriginClients: Sendable {
         deinit { owner.release(entry) }
     }
 
-    fileprivate final class Entry: Sendable {
+    /// A client and its bookkeeping. The variables are read and written only under ``OriginClients``'s lock, so a
+    /// lease costs one lookup by key and its release none.
+    fileprivate final class Entry: @unchecked Sendable {
         let client: HTTPClient
         let id: UInt64
+        /// The tick of its last lease.
+        var lastUsed: UInt64 = 0
+        /// The leases alive.
+        var leases = 0
+        /// No longer handed out: shut down when its last lease ends.
+        var retired = false
+
         init(client: HTTPClient, id: UInt64) {
             self.client = client
             self.id = id
@@ -43,8 +52,6 @@ final class OriginClients: Sendable {
 
     private struct State {
         var entries: [Key: Entry] = [:]
-        var lastUsed: [UInt64: UInt64] = [:]
-        var leases: [UInt64: Int] = [:]
         /// Clients no longer handed out, still leased: shut down when their last lease ends.
         var retired: [UInt64: Entry] = [:]
         /// Shut-downs begun when a client was evicted idle or a retired client's last lease ended, awaited by
@@ -79,7 +86,7 @@ final class OriginClients: Sendable {
     /// Whether ``shutdown()`` has begun.
     var isShutDown: Bool { state.withLock { $0.shutDown } }
 
-        /// How many clients are kept (retired ones still streaming included).
+    /// How many clients are kept (retired ones still streaming included).
     var count: Int { state.withLock { $0.entries.count + $0.retired.count } }
 
     /// A lease on the client for `key`, made when there is none.
@@ -92,17 +99,21 @@ final class OriginClients: Sendable {
             if let existing = state.entries[key] {
                 entry = existing
             } else {
-                if state.entries.count >= limit, let (oldestKey, oldest) = state.entries.min(by: { state.lastUsed[$0.value.id]! < state.lastUsed[$1.value.id]! }) {
+                if state.entries.count >= limit, let (oldestKey, oldest) = state.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                     state.entries[oldestKey] = nil
-                    state.lastUsed[oldest.id] = nil
-                    if state.leases[oldest.id, default: 0] == 0 { close(oldest, in: &state) } else { state.retired[oldest.id] = oldest }
+                    if oldest.leases == 0 {
+                        close(oldest, in: &state)
+                    } else {
+                        oldest.retired = true
+                        state.retired[oldest.id] = oldest
+                    }
                 }
                 entry = Entry(client: makeClient(key), id: state.nextID)
                 state.nextID += 1
                 state.entries[key] = entry
             }
-            state.lastUsed[entry.id] = state.tick
-            state.leases[entry.id, default: 0] += 1
+            entry.lastUsed = state.tick
+            entry.leases += 1
             return entry
         }
         return entry.map { Lease(entry: $0, owner: self) }
@@ -110,9 +121,9 @@ final class OriginClients: Sendable {
 
     fileprivate func release(_ entry: Entry) {
         state.withLock { state in
-            let left = state.leases[entry.id, default: 1] - 1
-            state.leases[entry.id] = left == 0 ? nil : left
-            guard left == 0, state.retired.removeValue(forKey: entry.id) != nil else { return }
+            entry.leases -= 1
+            // Not in `retired` any more once shutdown() has begun: it shut the client down already.
+            guard entry.leases == 0, entry.retired, state.retired.removeValue(forKey: entry.id) != nil else { return }
             close(entry, in: &state)
         }
     }

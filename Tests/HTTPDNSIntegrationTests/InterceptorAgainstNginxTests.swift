@@ -367,6 +367,30 @@ struct InterceptorAgainstNginxTests {
         }
     }
 
+    /// With room for one client, a second host's request retires the first host's client; one whose body is still
+    /// streaming is shut down only once that body ends, so every byte arrives, and then it is gone.
+    @Test func aClientRetiredWhileItsBodyStreamsIsShutDownWhenTheBodyEnds() async throws {
+        try await Self.withStage(configure: { $0.maxClients = 1 }) { stage in
+            do {
+                let streaming = try await stage.client.execute(HTTPClientRequest(url: stage.url("a.test", "/large")), timeout: .seconds(30))
+                var pieces = streaming.response.body.makeAsyncIterator()
+                var bytes = try await pieces.next()?.readableBytes ?? 0
+                // b.test takes the one place: a.test's client is retired, still leased by the body.
+                let (_, body) = try await stage.get(stage.url("b.test", "/"))
+                #expect(body == "sni=b.test host=b.test:\(stage.origin.port)\n")
+                #expect(stage.client.clientCount == 2, "the retired client is kept while its body streams")
+                while let piece = try await pieces.next() { bytes += piece.readableBytes }
+                #expect(bytes == NginxServer.largeFileBytes)
+            }
+            // The body and its response gone, so is the retired client.
+            #expect(stage.client.clientCount == 1)
+            // An idle client retired is shut down at once: a.test's new client takes b.test's place.
+            let (_, again) = try await stage.get(stage.url("a.test", "/"))
+            #expect(again == "sni=a.test host=a.test:\(stage.origin.port)\n")
+            #expect(stage.client.clientCount == 1)
+        }
+    }
+
     /// Cancelling the caller's task while the body streams ends the request: the body's iteration throws, and the
     /// client's lease ends with it (the interceptor shuts down afterwards without waiting on it).
     @Test func cancellationEndsTheRequest() async throws {

@@ -18,7 +18,8 @@ public struct HostPatterns: Sendable, Hashable {
     }
 
     public func matches(_ host: HostName) -> Bool {
-        names.contains(host.value) || suffixes.contains { host.value.hasSuffix($0) }
+        // An empty set (the usual case) answers without hashing the name.
+        !names.isEmpty && names.contains(host.value) || suffixes.contains { host.value.hasSuffix($0) }
     }
 
     public var isEmpty: Bool { names.isEmpty && suffixes.isEmpty }
