@@ -30,12 +30,7 @@ else
   (cd "$here" && swift build -c release --product httpdns >/dev/null)
   httpdns="$here/.build/release/httpdns"
 fi
-if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
-  bench=$HTTPDNS_BENCH_BIN
-else
-  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
-  bench="$here/.build/release/httpdns-bench"
-fi
+. "$here/scripts/bench-binary.sh"
 
 # Distinct names: the cold rounds take none twice, and pre-resolution has names of its own.
 python3 - "$work" $((per_round * rounds * 3)) $((preresolve * 3)) <<'PY'

@@ -21,12 +21,7 @@ for tool in unbound dnsperf unshare python3; do
   command -v "$tool" >/dev/null || { echo "bench-cold: $tool is missing (apt-get install unbound dnsperf)" >&2; exit 2; }
 done
 
-if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
-  bench=$HTTPDNS_BENCH_BIN
-else
-  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
-  bench="$here/.build/release/httpdns-bench"
-fi
+. "$here/scripts/bench-binary.sh"
 
 python3 - "$work" "$names" <<'PY'
 import sys

@@ -27,12 +27,7 @@ for tool in unbound openssl kdig python3; do
   command -v "$tool" >/dev/null || { echo "bench-dot: $tool is missing (scripts/install-deps.sh)" >&2; exit 2; }
 done
 
-if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
-  bench=$HTTPDNS_BENCH_BIN
-else
-  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
-  bench="$here/.build/release/httpdns-bench"
-fi
+. "$here/scripts/bench-binary.sh"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=dot \
   -addext subjectAltName=DNS:dot.bench.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null

@@ -18,12 +18,7 @@ trap 'rm -rf "$work"' EXIT
 for tool in perf python3; do
   command -v "$tool" >/dev/null || { echo "profile-interceptor: $tool is missing (apt-get install linux-perf python3)" >&2; exit 2; }
 done
-if [ -n "${HTTPDNS_BENCH_BIN:-}" ]; then
-  bench=$HTTPDNS_BENCH_BIN
-else
-  (cd "$here" && swift build -c release --product httpdns-bench >/dev/null)
-  bench="$here/.build/release/httpdns-bench"
-fi
+. "$here/scripts/bench-binary.sh"
 
 for way in control interceptor; do
   flags=(interceptor --rounds "$rounds" --hosts 2)
