@@ -483,7 +483,7 @@ public final class InterceptingHTTPClient: Sendable {
         deadline: NIODeadline,
         logger: Logger
     ) async throws(InterceptorError) -> Hop {
-        let origin = canonical.host  // Read from the canonical URL once.
+        let origin = canonical.host  // Read from the canonical URL once, for the decision and the origin client.
         let host: HostName
         switch decide(host: origin) {
         case .pass(let reason):

@@ -368,8 +368,9 @@ struct InterceptorAgainstNginxTests {
     }
 
     /// With room for one client, a second host's request retires the first host's client; one whose body is still
-    /// streaming is shut down only once that body ends, so every byte arrives, and then it is gone.
-    @Test func aClientRetiredWhileItsBodyStreamsIsShutDownWhenTheBodyEnds() async throws {
+    /// streaming is shut down only once that body is done with (read to its end here, then dropped), so every byte
+    /// arrives, and then it is gone.
+    @Test func aClientRetiredWhileItsBodyStreamsIsShutDownOnceTheBodyIsDone() async throws {
         try await Self.withStage(configure: { $0.maxClients = 1 }) { stage in
             do {
                 let streaming = try await stage.client.execute(HTTPClientRequest(url: stage.url("a.test", "/large")), timeout: .seconds(30))
