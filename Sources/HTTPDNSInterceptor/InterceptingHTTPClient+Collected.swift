@@ -124,10 +124,12 @@ extension InterceptingHTTPClient {
     private func directRoute(method: String, url: String, fields: [CanonicalRequest.Header], body: ByteBuffer?) -> DirectRoute? {
         guard
             let canonical = try? CanonicalRequest.normalize(method: method, url: url, headers: fields, hasBody: body != nil, configuration: configuration.canonical),
-            canonical.userInfo == nil,
-            case .take(let host) = decide(canonical),
-            let answer = try? resolver.cachedAnswer(host, families: configuration.families)
+            canonical.userInfo == nil
         else { return nil }
+        let origin = canonical.host  // Read from the canonical URL once, for the decision and the origin client.
+        guard case .take(let host) = decide(host: origin), let answer = try? resolver.cachedAnswer(host, families: configuration.families) else {
+            return nil
+        }
         let address: IPAddress
         var warmKey: String?
         let resolution = answer.resolution
@@ -147,7 +149,7 @@ extension InterceptingHTTPClient {
                 url: canonical.url, method: HTTPMethod(rawValue: canonical.method), headers: Self.headers(of: canonical),
                 body: body.map { .byteBuffer($0) }
             ),
-            let lease = origins.lease(.init(host: canonical.host, address: address))
+            let lease = origins.lease(.init(host: origin, address: address))
         else { return nil }
         return DirectRoute(canonical: canonical, request: request, address: address, warmKey: warmKey, lease: lease)
     }

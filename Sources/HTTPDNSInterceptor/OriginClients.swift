@@ -33,7 +33,7 @@ final class OriginClients: Sendable {
     }
 
     /// A client and its bookkeeping. The variables are read and written only under ``OriginClients``'s lock, so a
-    /// lease costs one lookup by key and its release none.
+    /// lease costs one lookup by key, and its release none unless it was the last one.
     fileprivate final class Entry: @unchecked Sendable {
         let client: HTTPClient
         let id: UInt64
@@ -41,8 +41,6 @@ final class OriginClients: Sendable {
         var lastUsed: UInt64 = 0
         /// The leases alive.
         var leases = 0
-        /// No longer handed out: shut down when its last lease ends.
-        var retired = false
 
         init(client: HTTPClient, id: UInt64) {
             self.client = client
@@ -104,7 +102,6 @@ final class OriginClients: Sendable {
                     if oldest.leases == 0 {
                         close(oldest, in: &state)
                     } else {
-                        oldest.retired = true
                         state.retired[oldest.id] = oldest
                     }
                 }
@@ -123,7 +120,7 @@ final class OriginClients: Sendable {
         state.withLock { state in
             entry.leases -= 1
             // Not in `retired` any more once shutdown() has begun: it shut the client down already.
-            guard entry.leases == 0, entry.retired, state.retired.removeValue(forKey: entry.id) != nil else { return }
+            guard entry.leases == 0, state.retired.removeValue(forKey: entry.id) != nil else { return }
             close(entry, in: &state)
         }
     }

@@ -69,6 +69,7 @@ public final class ChildProcess: Sendable {
     /// most once, after the last ``waitForStderr(containing:timeoutMs:)``.
     public func discardStderr() {
         let descriptor = stderrFD
+        drained.enter()
         // The thread holds the process object until stderr closes, which its exit does.
         Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -77,12 +78,12 @@ public final class ChildProcess: Sendable {
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
                 self.tail.withLock { tail in
-                    tail.bytes += buffer[0..<count]
-                    if tail.bytes.count > Self.stderrTailLimit { tail.bytes.removeFirst(tail.bytes.count - Self.stderrTailLimit) }
+                    tail += buffer[0..<count]
+                    if tail.count > Self.stderrTailLimit { tail.removeFirst(tail.count - Self.stderrTailLimit) }
                 }
             }
             close(descriptor)
-            self.tail.withLock { $0.closed = true }
+            self.drained.leave()
         }
         draining.withLock { $0 = true }
     }
@@ -94,20 +95,14 @@ public final class ChildProcess: Sendable {
     /// that died (its crash report). Waits up to `timeoutMs` for the process to close stderr (its exit does), so that
     /// everything written is in.
     public func stderrTail(timeoutMs: Int = 2_000) -> String {
-        var waited = 0
-        while !tail.withLock({ $0.closed }) && waited < timeoutMs {
-            usleep(5_000)
-            waited += 5
-        }
-        return tail.withLock { String(decoding: $0.bytes, as: UTF8.self) }
+        _ = drained.wait(timeout: .now() + .milliseconds(timeoutMs))
+        return tail.withLock { String(decoding: $0, as: UTF8.self) }
     }
 
-    private struct Tail {
-        var bytes: [UInt8] = []
-        var closed = false
-    }
-
-    private let tail = Mutex(Tail())
+    /// The end of stderr, as ``discardStderr()`` reads it.
+    private let tail = Mutex<[UInt8]>([])
+    /// Entered by ``discardStderr()``, left when its thread has read stderr to its end.
+    private let drained = DispatchGroup()
 
     /// Sends `signal` and waits for the process to exit. A process still running `graceMs` later is killed with
     /// SIGKILL, so a child that hangs in its shutdown fails its test rather than hanging the whole run. Once: later
